@@ -1,0 +1,360 @@
+//! The only place where trigonometry and phase reduction live.
+//!
+//! Everything here is integer or `f32` arithmetic: no `f64` operation is executed, so table
+//! construction stays cheap on FPUs without double precision (Cortex-M4F, M33) and on cores
+//! without any FPU.
+//!
+//! Angles are carried as *phases in turns*: a `u64` whose full range is one turn (2π).
+//! Frequencies are signed Q64.64 fixed-point numbers of turns per unit coordinate
+//! ([`Turns`]). For an integer coordinate `m`, `frac(m · U)` is then an exact wrapping
+//! integer multiply, so the reduced phase is as accurate at position 65 535 or 2³⁰ as at 0
+//! (float32 reference code loses about 1e-3 at 65 535). Only the last step — `sin`/`cos` of
+//! an angle in [0, π/4] — is done in `f32`.
+
+/// A frequency in turns per unit coordinate, as signed Q64.64 fixed point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Turns(pub(crate) i128);
+
+/// `floor(2^64 / 2π)`: 1/(2π) as Q0.64.
+const INV_TWO_PI_Q64: u64 = 0x28BE_60DB_9391_054A;
+
+/// `EXP2_NEG[i] = 2^(-2^-(i+1))` as Q1.63, for the bit-by-bit `exp2` below.
+const EXP2_NEG: [u64; 64] = {
+    let mut table = [0u64; 64];
+    // 2^-1/2 = sqrt(1/2): sqrt of (2^62 in Q1.63) is sqrt(2^62 · 2^63).
+    table[0] = (1u128 << 125).isqrt() as u64;
+    let mut i = 1;
+    while i < 64 {
+        table[i] = ((table[i - 1] as u128) << 63).isqrt() as u64;
+        i += 1;
+    }
+    table
+};
+
+/// A finite float split into `(-1)^negative · mantissa · 2^exponent`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Decoded {
+    pub negative: bool,
+    pub mantissa: u64,
+    pub exponent: i32,
+}
+
+/// Splits a finite `f64` into sign, integer mantissa and binary exponent; `None` for NaN/Inf.
+pub(crate) fn decode_f64(x: f64) -> Option<Decoded> {
+    let bits = x.to_bits();
+    let biased = ((bits >> 52) & 0x7ff) as i32;
+    let fraction = bits & ((1 << 52) - 1);
+    match biased {
+        0x7ff => None,
+        0 => Some(Decoded {
+            negative: bits >> 63 != 0,
+            mantissa: fraction,
+            exponent: -1074,
+        }),
+        _ => Some(Decoded {
+            negative: bits >> 63 != 0,
+            mantissa: fraction | (1 << 52),
+            exponent: biased - 1075,
+        }),
+    }
+}
+
+/// Splits a finite `f32` like [`decode_f64`]; `None` for NaN/Inf.
+pub(crate) fn decode_f32(x: f32) -> Option<Decoded> {
+    let bits = x.to_bits();
+    let biased = ((bits >> 23) & 0xff) as i32;
+    let fraction = u64::from(bits & ((1 << 23) - 1));
+    match biased {
+        0xff => None,
+        0 => Some(Decoded {
+            negative: bits >> 31 != 0,
+            mantissa: fraction,
+            exponent: -149,
+        }),
+        _ => Some(Decoded {
+            negative: bits >> 31 != 0,
+            mantissa: fraction | (1 << 23),
+            exponent: biased - 150,
+        }),
+    }
+}
+
+/// `true` when the finite value `d` lies strictly above 1.
+pub(crate) fn greater_than_one(d: Decoded) -> bool {
+    !d.negative && d.mantissa != 0 && {
+        let top = 63 - d.mantissa.leading_zeros() as i32;
+        top + d.exponent > 0 || (top + d.exponent == 0 && d.mantissa != 1 << top)
+    }
+}
+
+/// `true` when `|d| < 2^32`.
+fn below_2_pow_32(d: Decoded) -> bool {
+    d.mantissa == 0 || 63 - d.mantissa.leading_zeros() as i32 + d.exponent < 32
+}
+
+/// Radians per unit → turns per unit, exact up to the 2⁻⁶⁴ rounding of 1/(2π).
+/// `None` when `|radians| ≥ 2^32`.
+pub(crate) fn radians_to_turns(radians: Decoded) -> Option<Turns> {
+    if !below_2_pow_32(radians) {
+        return None;
+    }
+    // mantissa < 2^53 and the constant < 2^62: the product fits in 115 bits.
+    let product = u128::from(radians.mantissa) * u128::from(INV_TWO_PI_Q64);
+    // Q64.64 value = product · 2^exponent.
+    let magnitude = if radians.exponent >= 0 {
+        product << radians.exponent
+    } else if radians.exponent > -128 {
+        product >> -radians.exponent
+    } else {
+        0
+    };
+    let magnitude = magnitude as i128;
+    Some(Turns(if radians.negative {
+        -magnitude
+    } else {
+        magnitude
+    }))
+}
+
+/// `log2(x)` for `x > 1` as unsigned Q64.64, accurate to about 2⁻⁶⁰.
+pub(crate) fn log2_q64(x: Decoded) -> u128 {
+    let top = 63 - x.mantissa.leading_zeros() as i32;
+    // y = x / 2^(top + exponent) in [1, 2), as Q2.62.
+    let mut y = x.mantissa << (62 - top);
+    let integer = (top + x.exponent) as u128;
+    let mut fraction = 0u64;
+    // Each squaring of y in [1, 2) yields one more bit of log2(y).
+    for _ in 0..64 {
+        y = ((u128::from(y) * u128::from(y)) >> 62) as u64;
+        fraction <<= 1;
+        if y >= 2 << 62 {
+            y >>= 1;
+            fraction |= 1;
+        }
+    }
+    (integer << 64) | u128::from(fraction)
+}
+
+/// `2^(-x)` for unsigned Q64.64 `x`, as Q1.63 (so `1 << 63` is 1.0).
+pub(crate) fn exp2_neg_q63(x: u128) -> u64 {
+    let integer = x >> 64;
+    let fraction = x as u64;
+    let mut result = 1u64 << 63;
+    for (bit, factor) in EXP2_NEG.iter().enumerate() {
+        if fraction & (1 << (63 - bit)) != 0 {
+            result = ((u128::from(result) * u128::from(*factor)) >> 63) as u64;
+        }
+    }
+    if integer >= 64 { 0 } else { result >> integer }
+}
+
+/// `(a · b) >> 63` for Q1.63 `b`; `a` signed Q64.64 with `|a| < 2^126`.
+pub(crate) fn mul_q63(a: Turns, b: u64) -> Turns {
+    let negative = a.0 < 0;
+    let magnitude = a.0.unsigned_abs();
+    let high = (magnitude >> 64) * u128::from(b);
+    let low = ((magnitude & u128::from(u64::MAX)) * u128::from(b)) >> 63;
+    let product = ((high << 1) + low) as i128;
+    Turns(if negative { -product } else { product })
+}
+
+/// `(a · b) >> 64` for Q0.64 `b`.
+pub(crate) fn mul_q64(a: Turns, b: u64) -> Turns {
+    let negative = a.0 < 0;
+    let magnitude = a.0.unsigned_abs();
+    let high = (magnitude >> 64) * u128::from(b);
+    let low = ((magnitude & u128::from(u64::MAX)) * u128::from(b)) >> 64;
+    let product = (high + low) as i128;
+    Turns(if negative { -product } else { product })
+}
+
+/// `frac(m · u)` as a phase: exact modulo the Q64.64 rounding of `u`.
+#[inline]
+pub(crate) fn phase_of_integer(m: i64, u: Turns) -> u64 {
+    (i128::from(m).wrapping_mul(u.0)) as u64
+}
+
+/// `frac(x · u)` for any finite `f32` coordinate `x`, exact in the same sense: an `f32` is a
+/// dyadic rational `m · 2^e`, so the product is formed in wrapping fixed point. Precision
+/// degrades only past |x| ≈ 2^40, where the 2⁻⁶⁴ rounding of `u` itself shows.
+pub(crate) fn phase_of_coordinate(x: Decoded, u: Turns) -> u64 {
+    let m = x.mantissa as i128;
+    let m = if x.negative { -m } else { m };
+    let product = m.wrapping_mul(u.0);
+    if x.exponent >= 0 {
+        if x.exponent >= 64 {
+            0
+        } else {
+            (product << x.exponent) as u64
+        }
+    } else if x.exponent > -128 {
+        (product >> -x.exponent) as u64
+    } else if product < 0 {
+        u64::MAX
+    } else {
+        0
+    }
+}
+
+/// `[cos, sin]` of a phase in turns (`2^64` = one turn).
+///
+/// Octant reduction is exact integer arithmetic; the remaining angle in [0, π/4] goes through
+/// Cephes' single-precision minimax polynomials. Max abs error against `f64` ≈ 1.2e-7
+/// (asserted in the tests below); no `f64` and no library call is involved.
+#[inline]
+pub(crate) fn cos_sin_turns(phase: u64) -> [f32; 2] {
+    const RADIANS_PER_QUADRANT_UNIT: f32 = core::f32::consts::FRAC_PI_2 / 4_294_967_296.0;
+    let quadrant = phase >> 62;
+    let within = phase << 2;
+    let reflected = within > 1 << 63;
+    let within = if reflected {
+        within.wrapping_neg()
+    } else {
+        within
+    };
+    let theta = ((within >> 32) as u32) as f32 * RADIANS_PER_QUADRANT_UNIT;
+    let z = theta * theta;
+    let sin = ((-1.951_529_6e-4 * z + 8.332_161e-3) * z - 1.666_665_5e-1) * z * theta + theta;
+    let cos = ((2.443_315_7e-5 * z - 1.388_731_6e-3) * z + 4.166_664_6e-2) * z * z - 0.5 * z + 1.0;
+    let (sin, cos) = if reflected { (cos, sin) } else { (sin, cos) };
+    match quadrant {
+        0 => [cos, sin],
+        1 => [-sin, cos],
+        2 => [-cos, -sin],
+        _ => [sin, -cos],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+
+    fn turns_to_f64(u: Turns) -> f64 {
+        u.0 as f64 / 18_446_744_073_709_551_616.0
+    }
+
+    #[test]
+    fn decode_round_trips() {
+        let value = |d: Decoded| {
+            let half = d.exponent / 2;
+            let sign = if d.negative { -1.0 } else { 1.0 };
+            sign * d.mantissa as f64 * 2f64.powi(half) * 2f64.powi(d.exponent - half)
+        };
+        for x in [
+            1.0f64,
+            100.0,
+            10_000.0,
+            6.283185307179586,
+            1e-300,
+            5e-324,
+            -3.5,
+        ] {
+            assert_eq!(value(decode_f64(x).unwrap()), x);
+        }
+        for x in [1.0f32, 0.5, -2.75, 1e-45, 3.4e38] {
+            assert_eq!(value(decode_f32(x).unwrap()), f64::from(x));
+        }
+        assert!(decode_f64(f64::NAN).is_none() && decode_f32(f32::INFINITY).is_none());
+    }
+
+    #[test]
+    fn greater_than_one_matches_f64() {
+        for x in [0.0, 0.5, 1.0, 1.0000000000000002, 2.0, 100.0, 1e-310, -5.0] {
+            assert_eq!(greater_than_one(decode_f64(x).unwrap()), x > 1.0, "{x}");
+        }
+    }
+
+    #[test]
+    fn log2_and_exp2_are_accurate() {
+        for base in [1.5f64, 2.0, 10.0, 100.0, 10_000.0, 500_000.0, 1e300] {
+            let l = log2_q64(decode_f64(base).unwrap());
+            let got = l as f64 / 18_446_744_073_709_551_616.0;
+            assert!(
+                (got - base.log2()).abs() <= 1e-15 * base.log2().max(1.0),
+                "{base}"
+            );
+        }
+        for x in [0.0f64, 0.25, 0.5, 1.0, 3.3219, 13.2877, 40.0] {
+            let q = (x * 18_446_744_073_709_551_616.0) as u128;
+            let got = exp2_neg_q63(q) as f64 / 9_223_372_036_854_775_808.0;
+            assert!(
+                (got - (-x).exp2()).abs() <= 1e-17 + 1e-15 * (-x).exp2(),
+                "{x}: {got}"
+            );
+        }
+    }
+
+    #[test]
+    fn radians_to_turns_matches_f64() {
+        for r in [1.0f64, -0.98, 6.283185307179586, 1e-3, 12345.678] {
+            let u = radians_to_turns(decode_f64(r).unwrap()).unwrap();
+            let want = r / core::f64::consts::TAU;
+            assert!(
+                (turns_to_f64(u) - want).abs() <= 1e-16 * want.abs().max(1.0),
+                "{r}"
+            );
+        }
+        assert!(radians_to_turns(decode_f64(5e9).unwrap()).is_none());
+    }
+
+    #[test]
+    fn cos_sin_error_is_below_1_2e_7() {
+        let mut worst = 0f64;
+        let mut phase = 0u64;
+        for _ in 0..2_000_000 {
+            phase = phase.wrapping_add(0x0000_8a3d_70a3_d70a_u64.wrapping_mul(7919));
+            let [c, s] = cos_sin_turns(phase);
+            let angle = phase as f64 / 18_446_744_073_709_551_616.0 * core::f64::consts::TAU;
+            worst = worst
+                .max((f64::from(c) - angle.cos()).abs())
+                .max((f64::from(s) - angle.sin()).abs());
+        }
+        for phase in [
+            0,
+            1 << 61,
+            1 << 62,
+            3 << 62,
+            1 << 63,
+            u64::MAX,
+            (1 << 61) + 1,
+            (1 << 61) - 1,
+        ] {
+            let [c, s] = cos_sin_turns(phase);
+            let angle = phase as f64 / 18_446_744_073_709_551_616.0 * core::f64::consts::TAU;
+            worst = worst
+                .max((f64::from(c) - angle.cos()).abs())
+                .max((f64::from(s) - angle.sin()).abs());
+        }
+        assert!(worst <= 1.2e-7, "worst {worst:e}");
+    }
+
+    #[test]
+    fn integer_phase_is_exact_at_large_positions() {
+        // f = 1 rad per unit; frac(pos / 2π) from 60-digit decimal arithmetic.
+        let u = radians_to_turns(decode_f64(1.0).unwrap()).unwrap();
+        let exact = [
+            (65_535i64, 0.219_195_527_360_829_6),
+            (1 << 24, 0.857_720_435_897_587_1),
+            ((1 << 30) + 7, 0.008_192_499_088_841_045),
+            (-12_345, 0.232_227_530_552_079_93),
+        ];
+        for (pos, want) in exact {
+            let got = phase_of_integer(pos, u) as f64 / 18_446_744_073_709_551_616.0;
+            // The only error left is the 2^-64 rounding of 1/(2π), times the position.
+            assert!((got - want).abs() < 1e-10, "{pos}: {got} vs {want}");
+        }
+    }
+
+    #[test]
+    fn coordinate_phase_matches_integer_phase() {
+        let u = radians_to_turns(decode_f64(0.37).unwrap()).unwrap();
+        for pos in [0i64, 1, 13, 65_535, -7] {
+            let x = decode_f32(pos as f32).unwrap();
+            assert_eq!(phase_of_coordinate(x, u), phase_of_integer(pos, u));
+        }
+        let half = phase_of_coordinate(decode_f32(0.5).unwrap(), u);
+        let one = phase_of_integer(1, u);
+        assert_eq!(half.wrapping_mul(2) >> 1, one >> 1);
+    }
+}
