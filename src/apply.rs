@@ -31,7 +31,7 @@ impl Plan {
             .heads
             .checked_mul(self.head_dim)
             .ok_or(Error::ShapeOverflow)?;
-        if x.len() % token_len != 0 {
+        if !x.len().is_multiple_of(token_len) {
             return Err(Error::BufferLength {
                 actual: x.len(),
                 token_len,

@@ -34,7 +34,7 @@ impl Grid {
 
 /// Checks the shape of an axial table and returns its entry count.
 fn axial_entries(head_dim: usize, grid: Grid) -> Result<usize, Error> {
-    if head_dim == 0 || head_dim % 4 != 0 {
+    if head_dim == 0 || !head_dim.is_multiple_of(4) {
         return Err(Error::InvalidHeadDim {
             head_dim,
             multiple_of: 4,

@@ -28,7 +28,7 @@ impl AxialDirect {
     /// Errors: [`Error::InvalidHeadDim`] unless `head_dim` is a non-zero multiple of 4,
     /// [`Error::InvalidBase`], [`Error::InvalidFreqScale`].
     pub fn new(config: &Axial2d, head_dim: usize) -> Result<Self, Error> {
-        if head_dim == 0 || head_dim % 4 != 0 {
+        if head_dim == 0 || !head_dim.is_multiple_of(4) {
             return Err(Error::InvalidHeadDim {
                 head_dim,
                 multiple_of: 4,
@@ -141,14 +141,19 @@ impl Rope1dDirect {
     /// Errors: [`Error::InvalidHeadDim`] unless `head_dim` is even and non-zero,
     /// [`Error::InvalidBase`], [`Error::InvalidFreqScale`].
     pub fn new(config: &Rope1d, head_dim: usize) -> Result<Self, Error> {
-        if head_dim == 0 || head_dim % 2 != 0 {
+        if head_dim == 0 || !head_dim.is_multiple_of(2) {
             return Err(Error::InvalidHeadDim {
                 head_dim,
                 multiple_of: 2,
             });
         }
         Ok(Self {
-            freqs: Schedule::new(config.base, config.freq_scale, head_dim / 2)?,
+            freqs: Schedule::with_precision(
+                config.base,
+                config.freq_scale,
+                head_dim / 2,
+                config.precision,
+            )?,
             plan: Plan {
                 head_dim,
                 layout: config.layout,

@@ -1,22 +1,74 @@
 //! Frequency schedules and the grid-index → coordinate maps, in fixed point.
 
-use crate::config::Coords;
+use crate::config::{AnglePrecision, Coords};
 use crate::error::Error;
 use crate::math::{self, Turns};
 
-/// `f_j = freq_scale · base^(−j/len)` for `j < len`, in turns per unit.
+/// One frequency of a schedule.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Freq {
+    /// Exact, in turns per unit.
+    Exact(Turns),
+    /// Radians per unit as float32 reference code holds it; angles are rounded to `f32`
+    /// before reduction ([`AnglePrecision::Float32`]).
+    Float32(f32),
+}
+
+/// One radian per unit, in turns.
+const ONE_RADIAN: Turns = Turns(0x28BE_60DB_9391_054A);
+
+impl Freq {
+    /// The phase of integer coordinate `m`.
+    #[inline]
+    pub(crate) fn phase_of_integer(self, m: i64) -> u64 {
+        match self {
+            Freq::Exact(f) => math::phase_of_integer(m, f),
+            Freq::Float32(f) => match math::decode_f32(m as f32 * f) {
+                Some(angle) => math::phase_of_coordinate(angle, ONE_RADIAN),
+                None => 0,
+            },
+        }
+    }
+
+    /// The phase of real coordinate `x`.
+    #[inline]
+    pub(crate) fn phase_of_coordinate(self, x: math::Decoded, raw: f32) -> u64 {
+        match self {
+            Freq::Exact(f) => math::phase_of_coordinate(x, f),
+            Freq::Float32(f) => match math::decode_f32(raw * f) {
+                Some(angle) => math::phase_of_coordinate(angle, ONE_RADIAN),
+                None => 0,
+            },
+        }
+    }
+}
+
+/// `f_j = freq_scale · base^(−j/len)` for `j < len`.
 ///
 /// 1-D RoPE uses `len = d/2` (`base^(−2j/d)`), axial 2-D `len = d/4` (`base^(−4j/d)`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Schedule {
     scale: Turns,
+    /// `log2(base) / len` as Q64.64.
+    exponent: u128,
     /// `base^(−1/len)` as Q1.63.
     ratio: u64,
     len: usize,
+    /// `Some(freq_scale)` for [`AnglePrecision::Float32`].
+    float32_scale: Option<f32>,
 }
 
 impl Schedule {
     pub(crate) fn new(base: f64, freq_scale: f64, len: usize) -> Result<Self, Error> {
+        Self::with_precision(base, freq_scale, len, AnglePrecision::Exact)
+    }
+
+    pub(crate) fn with_precision(
+        base: f64,
+        freq_scale: f64,
+        len: usize,
+        precision: AnglePrecision,
+    ) -> Result<Self, Error> {
         let base = math::decode_f64(base)
             .filter(|b| math::greater_than_one(*b))
             .ok_or(Error::InvalidBase)?;
@@ -26,21 +78,51 @@ impl Schedule {
             .ok_or(Error::InvalidFreqScale)?;
         let len = len.max(1);
         let exponent = math::log2_q64(base) / len as u128;
+        let float32_scale = match precision {
+            AnglePrecision::Exact => None,
+            AnglePrecision::Float32 => Some(freq_scale as f32),
+        };
         Ok(Self {
             scale,
+            exponent,
             ratio: math::exp2_neg_q63(exponent),
             len,
+            float32_scale,
         })
     }
 
     /// The frequencies `f_0, f_1, …` (each from the previous by one fixed-point multiply).
-    pub(crate) fn iter(self) -> impl Iterator<Item = Turns> {
+    pub(crate) fn iter(self) -> impl Iterator<Item = Freq> {
         let mut power = 1u64 << 63;
-        (0..self.len).map(move |_| {
-            let f = math::mul_q63(self.scale, power);
+        (0..self.len).map(move |j| {
+            let f = match self.float32_scale {
+                None => Freq::Exact(math::mul_q63(self.scale, power)),
+                Some(scale) => Freq::Float32(self.float32_inverse(j) * scale),
+            };
             power = ((u128::from(power) * u128::from(self.ratio)) >> 63) as u64;
             f
         })
+    }
+
+    /// `1 / f32(base^(j/len))` in `f32`, as reference code computes `inv_freq`: the power
+    /// correctly rounded to `f32` (from 63 fixed-point bits), then an `f32` division.
+    fn float32_inverse(self, j: usize) -> f32 {
+        let x = self.exponent * j as u128; // log2(base^(j/len)), Q64.64
+        let whole = (x >> 64) as i32;
+        let fraction = x as u64;
+        // 2^x = 2^(whole + 1) · 2^−(1 − fraction); the second factor lies in (0.5, 1].
+        let mantissa = math::exp2_neg_q63((1u128 << 64) - u128::from(fraction));
+        let power = mantissa as f32 * pow2_f32(whole + 1 - 63);
+        1.0 / power
+    }
+}
+
+/// `2^e` as `f32` (0 or ∞ outside the normal range), without `powi` (not in `core`).
+fn pow2_f32(e: i32) -> f32 {
+    match e {
+        -126..=127 => f32::from_bits(((e + 127) as u32) << 23),
+        ..-126 => 0.0,
+        _ => f32::INFINITY,
     }
 }
 
@@ -100,16 +182,28 @@ pub(crate) fn fill_axis(
     out: &mut [[f32; 2]],
     width: usize,
     map: AxisMap,
-    freqs: impl Iterator<Item = Turns>,
+    freqs: impl Iterator<Item = Freq>,
 ) {
     for (j, f) in freqs.take(width).enumerate() {
-        let (start, step) = map.start_and_step(f);
-        let mut phase = start;
-        for row in out.chunks_exact_mut(width) {
-            if let Some(entry) = row.get_mut(j) {
-                *entry = math::cos_sin_turns(phase);
+        match f {
+            Freq::Exact(f) => {
+                let (start, step) = map.start_and_step(f);
+                let mut phase = start;
+                for row in out.chunks_exact_mut(width) {
+                    if let Some(entry) = row.get_mut(j) {
+                        *entry = math::cos_sin_turns(phase);
+                    }
+                    phase = phase.wrapping_add(step);
+                }
             }
-            phase = phase.wrapping_add(step);
+            // Only 1-D schedules are float32, and they use index coordinates.
+            Freq::Float32(_) => {
+                for (i, row) in out.chunks_exact_mut(width).enumerate() {
+                    if let Some(entry) = row.get_mut(j) {
+                        *entry = math::cos_sin_turns(f.phase_of_integer(i as i64));
+                    }
+                }
+            }
         }
     }
 }
@@ -129,6 +223,7 @@ mod tests {
         ] {
             let s = Schedule::new(base, scale, len).unwrap();
             for (j, f) in s.iter().enumerate() {
+                let Freq::Exact(f) = f else { panic!() };
                 let got = f.0 as f64 / 18_446_744_073_709_551_616.0 * core::f64::consts::TAU;
                 let want = scale * base.powf(-(j as f64) / len as f64);
                 assert!(
@@ -158,8 +253,54 @@ mod tests {
     }
 
     #[test]
+    fn float32_inverse_matches_reference_inv_freq() {
+        // inv_freq_f32 of the LLaMA golden file: 1 / (10000 ** (arange(0, 64, 2) / 64)) in float32.
+        let s = Schedule::with_precision(10_000.0, 1.0, 32, AnglePrecision::Float32).unwrap();
+        let want: [f64; 32] = [
+            1.0,
+            0.7498942017555237,
+            0.5623413324356079,
+            0.4216965138912201,
+            0.3162277638912201,
+            0.23713736236095428,
+            0.17782793939113617,
+            0.1333521455526352,
+            0.10000000149011612,
+            0.07498941570520401,
+            0.05623412877321243,
+            0.04216964915394783,
+            0.03162277862429619,
+            0.0237137358635664,
+            0.017782794311642647,
+            0.01333521492779255,
+            0.009999999776482582,
+            0.007498942315578461,
+            0.005623413249850273,
+            0.0042169648222625256,
+            0.003162277862429619,
+            0.0023713738191872835,
+            0.0017782794311642647,
+            0.0013335214462131262,
+            0.0010000000474974513,
+            0.0007498941849917173,
+            0.000562341301701963,
+            0.00042169648804701865,
+            0.0003162277862429619,
+            0.0002371373848291114,
+            0.00017782794020604342,
+            0.0001333521504420787,
+        ];
+        for (f, want) in s.iter().zip(want) {
+            let Freq::Float32(f) = f else { panic!() };
+            assert_eq!(f, want as f32);
+        }
+    }
+
+    #[test]
     fn axis_maps_match_their_formulas() {
-        let f = Schedule::new(100.0, 1.0, 1).unwrap().iter().next().unwrap();
+        let Some(Freq::Exact(f)) = Schedule::new(100.0, 1.0, 1).unwrap().iter().next() else {
+            panic!()
+        };
         let cases = [
             (Coords::Index, 14, 0, 5, 5.0),
             (

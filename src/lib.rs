@@ -97,7 +97,8 @@ mod rope1d;
 pub use axial::{AxialTable, AxialTableRef, Grid};
 pub use backend::Backend;
 pub use config::{
-    Axial2d, AxisOrder, Coord, Coords, Direction, GridPos, Layout, Mixed2d, Rope1d, Shape,
+    AnglePrecision, Axial2d, AxisOrder, Coord, Coords, Direction, GridPos, Layout, Mixed2d, Rope1d,
+    Shape,
 };
 pub use dims::{Dim, HeadDim};
 pub use direct::{AxialDirect, Rope1dDirect};

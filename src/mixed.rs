@@ -10,7 +10,7 @@ use crate::backend::{Angles, Backend, Positions2d};
 use crate::config::{Coords, Direction, GridPos, Layout, Mixed2d, Shape};
 use crate::dims::{Dim, HeadDim};
 use crate::error::Error;
-use crate::freq::{AxisMap, fill_axis};
+use crate::freq::{AxisMap, Freq, fill_axis};
 use crate::math::{self, Turns};
 
 /// Learned RoPE-Mixed frequencies as stored in a model, in radians per unit coordinate:
@@ -27,7 +27,7 @@ pub struct LearnedFreqs<'f> {
 }
 
 fn mixed_entries(head_dim: usize, heads: usize, grid: Grid) -> Result<usize, Error> {
-    if head_dim == 0 || head_dim % 2 != 0 {
+    if head_dim == 0 || !head_dim.is_multiple_of(2) {
         return Err(Error::InvalidHeadDim {
             head_dim,
             multiple_of: 2,
@@ -80,13 +80,19 @@ fn build_mixed(
         rows_out,
         width,
         row_map,
-        freqs.y.iter().map(|&f| to_turns(f).unwrap_or(Turns(0))),
+        freqs
+            .y
+            .iter()
+            .map(|&f| Freq::Exact(to_turns(f).unwrap_or(Turns(0)))),
     );
     fill_axis(
         cols_out,
         width,
         col_map,
-        freqs.x.iter().map(|&f| to_turns(f).unwrap_or(Turns(0))),
+        freqs
+            .x
+            .iter()
+            .map(|&f| Freq::Exact(to_turns(f).unwrap_or(Turns(0)))),
     );
     Ok(())
 }

@@ -10,7 +10,7 @@ use crate::error::Error;
 use crate::freq::{AxisMap, Schedule, fill_axis};
 
 fn rope1d_entries(head_dim: usize, positions: usize) -> Result<usize, Error> {
-    if head_dim == 0 || head_dim % 2 != 0 {
+    if head_dim == 0 || !head_dim.is_multiple_of(2) {
         return Err(Error::InvalidHeadDim {
             head_dim,
             multiple_of: 2,
@@ -23,7 +23,12 @@ fn rope1d_entries(head_dim: usize, positions: usize) -> Result<usize, Error> {
 }
 
 fn build_rope1d(out: &mut [[f32; 2]], config: &Rope1d, head_dim: usize) -> Result<(), Error> {
-    let schedule = Schedule::new(config.base, config.freq_scale, head_dim / 2)?;
+    let schedule = Schedule::with_precision(
+        config.base,
+        config.freq_scale,
+        head_dim / 2,
+        config.precision,
+    )?;
     fill_axis(
         out,
         head_dim / 2,
@@ -248,7 +253,7 @@ pub(crate) fn count_tokens(len: usize, shape: Shape, head_dim: usize) -> Result<
         .heads
         .checked_mul(head_dim)
         .ok_or(Error::ShapeOverflow)?;
-    if len % token_len != 0 {
+    if !len.is_multiple_of(token_len) {
         return Err(Error::BufferLength {
             actual: len,
             token_len,

@@ -168,7 +168,7 @@ pub(crate) fn drive<'t, K: Kernel>(job: Job<'_, 't>) {
                 let mut first_pair = 0;
                 let mut filled = 0;
                 for f in freqs.iter() {
-                    chunk[filled] = math::cos_sin_turns(math::phase_of_integer(i64::from(p), f));
+                    chunk[filled] = math::cos_sin_turns(f.phase_of_integer(i64::from(p)));
                     filled += 1;
                     if filled == DIRECT_CHUNK {
                         K::rotate_pairs(token, head_dim, layout, first_pair, &chunk, dir);
@@ -194,7 +194,7 @@ pub(crate) fn drive<'t, K: Kernel>(job: Job<'_, 't>) {
                 } else {
                     (coord.row, coord.col)
                 };
-                let (Some(first), Some(second)) =
+                let (Some(first_decoded), Some(second_decoded)) =
                     (math::decode_f32(first), math::decode_f32(second))
                 else {
                     continue;
@@ -202,9 +202,10 @@ pub(crate) fn drive<'t, K: Kernel>(job: Job<'_, 't>) {
                 let mut first_pair = 0;
                 let mut filled = 0;
                 for f in freqs.iter() {
-                    first_chunk[filled] = math::cos_sin_turns(math::phase_of_coordinate(first, f));
+                    first_chunk[filled] =
+                        math::cos_sin_turns(f.phase_of_coordinate(first_decoded, first));
                     second_chunk[filled] =
-                        math::cos_sin_turns(math::phase_of_coordinate(second, f));
+                        math::cos_sin_turns(f.phase_of_coordinate(second_decoded, second));
                     filled += 1;
                     if filled == DIRECT_CHUNK || first_pair + filled == section {
                         K::rotate_pairs(
