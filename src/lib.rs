@@ -94,6 +94,11 @@ mod math;
 mod mixed;
 mod rope1d;
 
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 pub use axial::{AxialTable, AxialTableRef, Grid};
 pub use backend::Backend;
 pub use config::{
