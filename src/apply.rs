@@ -1,6 +1,8 @@
 //! Input checks shared by every public entry point. Each runs to completion before a job
 //! is handed to a backend, so an `Err` never leaves a buffer half rotated.
 
+#![forbid(unsafe_code)]
+
 use crate::backend::{Angles, Backend, Job};
 use crate::config::{Direction, GridPos, Layout, Shape};
 use crate::error::Error;

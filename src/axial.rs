@@ -1,6 +1,8 @@
 //! Axial 2-D RoPE tables: one `[cos, sin]` row of `d/4` entries per grid row and per grid
 //! column — `(rows + cols) · d/4` entries instead of a full `rows · cols · d/2` table.
 
+#![forbid(unsafe_code)]
+
 use core::fmt;
 
 use crate::apply::{self, Plan};

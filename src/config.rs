@@ -1,6 +1,8 @@
 //! The conventions, each an explicit type: which elements pair up, which axis comes first,
 //! how grid indices become coordinates, and the frequency schedule.
 
+#![forbid(unsafe_code)]
+
 /// Which elements of a head vector `v` (length `d`) form rotation pair `k`, `k < d/2`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

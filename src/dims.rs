@@ -4,6 +4,8 @@
 //! here. A head dimension outside the list (not a multiple of 4, zero, above 512) is a
 //! compile error at the table type that names it.
 
+#![forbid(unsafe_code)]
+
 mod sealed {
     pub trait Sealed {}
 }

@@ -5,6 +5,8 @@
 //! Cost: one `f32` sin/cos pair per rotated pair per token (rather than a table lookup);
 //! memory: the frequency schedule only (a few words).
 
+#![forbid(unsafe_code)]
+
 use crate::apply::{self, Plan};
 use crate::backend::{Angles, Backend, Positions1d};
 use crate::config::{Axial2d, AxisOrder, Coord, Direction, Rope1d, Shape};

@@ -1,5 +1,7 @@
 //! The one error type of the crate.
 
+#![forbid(unsafe_code)]
+
 use core::fmt;
 
 /// Everything a caller can get wrong. Every fallible function checks its whole input before it

@@ -1,5 +1,7 @@
 //! Frequency schedules and the grid-index → coordinate maps, in fixed point.
 
+#![forbid(unsafe_code)]
+
 use crate::config::{AnglePrecision, Coords};
 use crate::error::Error;
 use crate::math::{self, Turns};
@@ -141,7 +143,10 @@ impl AxisMap {
     /// (only used by [`Coords::Rescale`]).
     pub(crate) fn new(coords: Coords, n: usize, reference: u32) -> Result<Self, Error> {
         let n_i64 = i64::try_from(n).map_err(|_| Error::ShapeOverflow)?;
-        let divide_by_n = Some(u64::MAX / n as u64);
+        // 2^64 / n as Q0.64, only for the modes that divide (a 64-bit division is a library
+        // call on 32-bit cores); `n > 0` is checked by the callers, `checked_div` keeps the
+        // division free of a panic path all the same.
+        let divide_by_n = || u64::MAX.checked_div(n as u64).ok_or(Error::EmptyTable);
         Ok(match coords {
             Coords::Index => Self {
                 a: 1,
@@ -152,12 +157,12 @@ impl AxisMap {
             Coords::Rescale { .. } => Self {
                 a: i64::from(reference),
                 b: 0,
-                reciprocal: divide_by_n,
+                reciprocal: Some(divide_by_n()?),
             },
             Coords::Centered => Self {
                 a: 2,
                 b: 1 - n_i64,
-                reciprocal: divide_by_n,
+                reciprocal: Some(divide_by_n()?),
             },
         })
     }

@@ -66,6 +66,29 @@
 //!   within 1e-5 of the reference implementations' float32 outputs where those are
 //!   themselves accurate (2-D, and 1-D below position 512).
 //!
+//! # Numerical behaviour
+//!
+//! - **NaN and infinities in the data** stay in their pair: both outputs of a pair depend on
+//!   both of its inputs, so a NaN or ±Inf input makes that pair non-finite (an Inf may become
+//!   NaN, as `Inf · 0 = NaN`) and leaves every other pair of the vector untouched.
+//! - **Non-finite configuration or coordinates** are rejected with an [`Error`], never
+//!   turned into silent NaN angles: `base`, `freq_scale`, learned RoPE-Mixed frequencies and
+//!   [`Coord`]s must be finite.
+//! - **Integer positions** (`u32` for 1-D, [`GridPos`] for 2-D) are reduced exactly at any
+//!   value: the phase error is at most `position · 2⁻⁶⁴` turns plus the 2⁻⁶⁰-relative error
+//!   of the fixed-point frequency, far below `f32` resolution even at `u32::MAX`.
+//!   Positions beyond 2²⁴ — where an `f32` position can no longer count — are as accurate
+//!   as small ones (asserted at 2²⁴ + 1, 2³¹ and `u32::MAX`).
+//!   [`AnglePrecision::Float32`] deliberately rounds like float32 reference code instead.
+//! - **Non-integer coordinates**: the grid modes [`Coords::Rescale`] and [`Coords::Centered`]
+//!   are evaluated as exact rationals `(a·i + b) / n` in fixed point (reference code rounds
+//!   them to `f32` first, a difference of up to ~4e-7 rad for DINOv3). An `f32` [`Coord`] is
+//!   a dyadic rational and is reduced exactly as given; only beyond |x| ≈ 2⁴⁰ does the
+//!   2⁻⁶⁴ rounding of the frequency show.
+//! - **Table entries** are within 1.2e-7 (absolute) of the exact `cos`/`sin`; the scalar
+//!   backend then rounds `a·c − b·s` and `a·s + b·c` in `f32`, so each output is within
+//!   about `(|a| + |b|) · 2.5e-7` of the exact rotation.
+//!
 //! # Backends
 //!
 //! A [`Backend`] runs the rotation; [`Backend::Scalar`] is the reference implementation

@@ -2,6 +2,8 @@
 //! `R(col·fx + row·fy) = R(col·fx) · R(row·fy)`: one table per column and one per row,
 //! `heads · d/2` entries each, combined per pair when rotating.
 
+#![forbid(unsafe_code)]
+
 use core::fmt;
 
 use crate::apply::{self, Plan};

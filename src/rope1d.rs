@@ -1,5 +1,7 @@
 //! 1-D RoPE tables: one row of `d/2` `[cos, sin]` entries per position `0 .. len`.
 
+#![forbid(unsafe_code)]
+
 use core::fmt;
 
 use crate::apply::{self, Plan};

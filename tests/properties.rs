@@ -366,3 +366,46 @@ fn non_finite_data_stays_in_its_pair() {
         assert_eq!(!v.is_finite(), poisoned, "index {i}: {v}");
     }
 }
+
+/// The per-output bound stated in the crate docs: within (|a| + |b|) · 2.5e-7 of the exact
+/// rotation, for every layout and axis order, at large and small coordinates.
+#[test]
+fn scalar_outputs_meet_the_documented_bound() {
+    let mut rng = Rng(9);
+    for config in configs() {
+        let grid = Grid::new(300, 7);
+        let mut storage = vec![[0.0; 2]; AxialTableRef::storage_len(16, grid).unwrap()];
+        let table =
+            AxialTableRef::build(&mut storage, &config.with_coords(Coords::Index), 16, grid)
+                .unwrap()
+                .with_backend(rope2d::Backend::Scalar)
+                .unwrap();
+        for _ in 0..300 {
+            let (r, c) = (rng.below(300), rng.below(7));
+            let v = rng.vector(16);
+            let mut ours = v.clone();
+            table
+                .rotate_head(
+                    &mut ours,
+                    GridPos::new(r as u32, c as u32),
+                    Direction::Forward,
+                )
+                .unwrap();
+            let want = axial_f64(&config, &v, r as f64, c as f64);
+            for k in 0..8 {
+                let (i0, i1) = match config.layout {
+                    Layout::Interleaved => (2 * k, 2 * k + 1),
+                    Layout::Half => (k, k + 8),
+                };
+                let bound = (f64::from(v[i0].abs()) + f64::from(v[i1].abs())) * 2.5e-7;
+                for i in [i0, i1] {
+                    let error = (f64::from(ours[i]) - want[i]).abs();
+                    assert!(
+                        error <= bound,
+                        "{config:?} ({r}, {c}) pair {k}: {error:e} > {bound:e}"
+                    );
+                }
+            }
+        }
+    }
+}
