@@ -39,7 +39,8 @@ impl Plan {
                 token_len,
             });
         }
-        let tokens = x.len() / token_len;
+        // `token_len > 0` for every valid plan; `checked_div` keeps this free of a panic path.
+        let tokens = x.len().checked_div(token_len).unwrap_or(0);
         let expected = shape
             .prefix
             .checked_add(count)

@@ -125,7 +125,10 @@ impl<'a> AxialTableRef<'a> {
         grid: Grid,
     ) -> Result<Self, Error> {
         apply::check_storage(axial_entries(head_dim, grid)?, storage.len())?;
-        let (rows_out, cols_out) = storage.split_at_mut(grid.rows * (head_dim / 4));
+        // In range (the length was just checked); `_checked` keeps it free of a panic path.
+        let (rows_out, cols_out) = storage
+            .split_at_mut_checked(grid.rows * (head_dim / 4))
+            .ok_or(Error::ShapeOverflow)?;
         build_axial(rows_out, cols_out, config, head_dim, grid)?;
         Ok(Self::from_parts(rows_out, cols_out, config, head_dim, grid))
     }

@@ -1,0 +1,614 @@
+//! Every backend against the scalar reference, through every public entry point: axial, 1-D
+//! and RoPE-Mixed tables, direct (table-free) axial and 1-D, one head, whole buffers, q and k
+//! together, an unrotated prefix, explicit positions, the inverse; both layouts; head dims 8 to
+//! 256; odd token counts; sub-slices starting 0, 1 and 3 floats into an allocation (so data
+//! is not vector-aligned) with guard values around them; NaN, infinities and subnormals.
+//!
+//! Allowed difference, per output (the bounds stated in each backend's module docs):
+//! - `portable`: none — same bits as scalar (NaN: NaN at the same place);
+//! - `avx2`, `neon` (one fused product per output):
+//!   `|out − scalar| ≤ 2⁻²²·(|a| + |b|) + 2⁻¹⁴⁸`, `(a, b)` the input pair of the output;
+//!   NaN exactly where scalar has NaN, the same infinities where scalar has infinities.
+
+use rope2d::{
+    Axial2d, AxialDirect, AxialTableRef, AxisOrder, Backend, Coord, Coords, Direction, Grid,
+    GridPos, Layout, LearnedFreqs, Mixed2d, MixedTableRef, Rope1d, Rope1dDirect, Rope1dTableRef,
+    Shape,
+};
+
+const LAYOUTS: [Layout; 2] = [Layout::Interleaved, Layout::Half];
+const DIRS: [Direction; 2] = [Direction::Forward, Direction::Inverse];
+/// Starting offsets of the tested sub-slices, in floats.
+const OFFSETS: [usize; 3] = [0, 1, 3];
+const GUARD: f32 = 12345.678;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // xorshift64*
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform in [−4, 4).
+    fn value(&mut self) -> f32 {
+        ((self.next() >> 40) as f32 / (1u64 << 24) as f32) * 8.0 - 4.0
+    }
+
+    fn values(&mut self, len: usize) -> Vec<f32> {
+        (0..len).map(|_| self.value()).collect()
+    }
+}
+
+/// The backends compared against scalar: every one compiled in and available on this CPU.
+fn backends() -> Vec<Backend> {
+    let list: Vec<Backend> = Backend::ALL
+        .iter()
+        .copied()
+        .filter(|b| *b != Backend::Scalar && b.is_available())
+        .collect();
+    assert!(list.iter().any(|b| b.name() == "portable"));
+    list
+}
+
+/// Index of the other element of `i`'s pair (`d` = head dim).
+fn partner(i: usize, d: usize, layout: Layout) -> usize {
+    let j = i % d;
+    match layout {
+        Layout::Interleaved => i ^ 1,
+        Layout::Half if j < d / 2 => i + d / 2,
+        Layout::Half => i - d / 2,
+    }
+}
+
+/// Asserts `got` is within the backend's bound of `want`; `input` is what both rotated.
+fn check(
+    backend: Backend,
+    layout: Layout,
+    d: usize,
+    input: &[f32],
+    want: &[f32],
+    got: &[f32],
+    what: &str,
+) {
+    assert_eq!(want.len(), got.len());
+    let bit_exact = backend.name() == "portable";
+    for (i, (&w, &g)) in want.iter().zip(got).enumerate() {
+        let context = || {
+            format!(
+                "{} {what}: element {i}: scalar {w:e}, got {g:e}",
+                backend.name()
+            )
+        };
+        if w.is_nan() || g.is_nan() {
+            assert!(w.is_nan() && g.is_nan(), "{}", context());
+        } else if bit_exact {
+            assert_eq!(w.to_bits(), g.to_bits(), "{}", context());
+        } else if w.is_infinite() || g.is_infinite() {
+            assert_eq!(w, g, "{}", context());
+        } else {
+            let (a, b) = (input[i], input[partner(i, d, layout)]);
+            let bound =
+                (f64::from(a.abs()) + f64::from(b.abs())) * 2f64.powi(-22) + 2f64.powi(-148);
+            let diff = (f64::from(w) - f64::from(g)).abs();
+            assert!(
+                diff <= bound,
+                "{}: |diff| {diff:e} > bound {bound:e}",
+                context()
+            );
+        }
+    }
+}
+
+/// Runs `op` on a copy of `input` with scalar, then with every other backend on sub-slices at
+/// each offset of [`OFFSETS`], and checks the results and the guards around them.
+fn compare(layout: Layout, d: usize, input: &[f32], what: &str, op: impl Fn(Backend, &mut [f32])) {
+    let mut want = input.to_vec();
+    op(Backend::Scalar, &mut want);
+    for backend in backends() {
+        for offset in OFFSETS {
+            let mut buf = vec![GUARD; input.len() + offset + 5];
+            let data = &mut buf[offset..offset + input.len()];
+            data.copy_from_slice(input);
+            op(backend, data);
+            check(backend, layout, d, input, &want, data, what);
+            assert!(
+                buf[..offset].iter().all(|&v| v == GUARD),
+                "{what}: guard before"
+            );
+            assert!(
+                buf[offset + input.len()..].iter().all(|&v| v == GUARD),
+                "{what}: guard after"
+            );
+        }
+    }
+}
+
+/// Head dims divisible by 4 from 8 to 256 (every tail length of every kernel).
+fn dims4() -> impl Iterator<Item = usize> {
+    (8..=256).step_by(4)
+}
+
+/// Even head dims from 8 to 256.
+fn dims2() -> impl Iterator<Item = usize> {
+    (8..=256).step_by(2)
+}
+
+fn axial_config(layout: Layout, d: usize) -> Axial2d {
+    let order = if d.is_multiple_of(8) {
+        AxisOrder::ColFirst
+    } else {
+        AxisOrder::RowFirst
+    };
+    let config = Axial2d::new(layout, order, 100.0);
+    if d.is_multiple_of(3) {
+        config.with_coords(Coords::Centered)
+    } else {
+        config
+    }
+}
+
+#[test]
+fn axial_table_every_entry_point() {
+    let mut rng = Rng(1);
+    let grid = Grid::new(3, 5); // 15 tokens
+    for layout in LAYOUTS {
+        for d in dims4() {
+            let heads = 1 + d % 3;
+            let config = axial_config(layout, d);
+            let mut storage = vec![[0f32; 2]; AxialTableRef::storage_len(d, grid).unwrap()];
+            let table = AxialTableRef::build(&mut storage, &config, d, grid).unwrap();
+            let on = |b: Backend| table.with_backend(b).unwrap();
+            let token = heads * d;
+            for dir in DIRS {
+                let shape = Shape::heads(heads).with_prefix(1);
+                let x = rng.values(16 * token);
+                compare(
+                    layout,
+                    d,
+                    &x,
+                    &format!("axial rotate d={d} {dir:?}"),
+                    |b, buf| on(b).rotate(buf, shape, dir).unwrap(),
+                );
+            }
+            let shape = Shape::heads(heads);
+            let qk = rng.values(2 * 15 * token);
+            compare(layout, d, &qk, &format!("axial qk d={d}"), |b, buf| {
+                let (q, k) = buf.split_at_mut(15 * token);
+                on(b).rotate_qk(q, k, shape, Direction::Forward).unwrap()
+            });
+            let positions = [(2, 4), (0, 0), (1, 3), (2, 0), (0, 4), (1, 1), (2, 2)]
+                .map(|(r, c)| GridPos::new(r, c));
+            let x = rng.values(7 * token);
+            compare(
+                layout,
+                d,
+                &x,
+                &format!("axial rotate_at d={d}"),
+                |b, buf| {
+                    on(b)
+                        .rotate_at(buf, shape, &positions, Direction::Inverse)
+                        .unwrap()
+                },
+            );
+            let head = rng.values(d);
+            compare(layout, d, &head, &format!("axial head d={d}"), |b, buf| {
+                on(b)
+                    .rotate_head(buf, GridPos::new(2, 3), Direction::Forward)
+                    .unwrap()
+            });
+        }
+    }
+}
+
+#[test]
+fn rope1d_table_every_entry_point() {
+    let mut rng = Rng(2);
+    let len = 64;
+    for layout in LAYOUTS {
+        for d in dims2() {
+            let heads = 1 + d % 3;
+            let config = Rope1d::new(layout, 10_000.0);
+            let mut storage = vec![[0f32; 2]; Rope1dTableRef::storage_len(d, len).unwrap()];
+            let table = Rope1dTableRef::build(&mut storage, &config, d, len).unwrap();
+            let on = |b: Backend| table.with_backend(b).unwrap();
+            let token = heads * d;
+            for dir in DIRS {
+                let shape = Shape::heads(heads).with_prefix(2);
+                let x = rng.values(13 * token);
+                compare(
+                    layout,
+                    d,
+                    &x,
+                    &format!("1-D rotate d={d} {dir:?}"),
+                    |b, buf| on(b).rotate(buf, shape, 50, dir).unwrap(),
+                );
+            }
+            let shape = Shape::heads(heads);
+            let qk = rng.values(2 * 9 * token);
+            compare(layout, d, &qk, &format!("1-D qk d={d}"), |b, buf| {
+                let (q, k) = buf.split_at_mut(9 * token);
+                on(b).rotate_qk(q, k, shape, 3, Direction::Forward).unwrap()
+            });
+            let positions = [63, 0, 17, 5, 40];
+            let x = rng.values(5 * token);
+            compare(layout, d, &x, &format!("1-D rotate_at d={d}"), |b, buf| {
+                on(b)
+                    .rotate_at(buf, shape, &positions, Direction::Inverse)
+                    .unwrap()
+            });
+            let head = rng.values(d);
+            compare(layout, d, &head, &format!("1-D head d={d}"), |b, buf| {
+                on(b).rotate_head(buf, 61, Direction::Forward).unwrap()
+            });
+        }
+    }
+}
+
+#[test]
+fn mixed_table_every_entry_point() {
+    let mut rng = Rng(3);
+    let grid = Grid::new(5, 3);
+    for layout in LAYOUTS {
+        for d in dims2() {
+            let heads = 1 + d % 3;
+            let fx: Vec<f32> = (0..heads * d / 2).map(|_| rng.value()).collect();
+            let fy: Vec<f32> = (0..heads * d / 2).map(|_| rng.value()).collect();
+            let freqs = LearnedFreqs {
+                heads,
+                x: &fx,
+                y: &fy,
+            };
+            let config = Mixed2d {
+                layout,
+                coords: Coords::Index,
+            };
+            let mut storage = vec![[0f32; 2]; MixedTableRef::storage_len(d, heads, grid).unwrap()];
+            let table = MixedTableRef::build(&mut storage, &config, d, grid, freqs).unwrap();
+            let on = |b: Backend| table.with_backend(b).unwrap();
+            let token = heads * d;
+            for dir in DIRS {
+                let shape = Shape::heads(heads).with_prefix(1);
+                let x = rng.values(16 * token);
+                compare(
+                    layout,
+                    d,
+                    &x,
+                    &format!("mixed rotate d={d} {dir:?}"),
+                    |b, buf| on(b).rotate(buf, shape, dir).unwrap(),
+                );
+            }
+            let shape = Shape::heads(heads);
+            let qk = rng.values(2 * 15 * token);
+            compare(layout, d, &qk, &format!("mixed qk d={d}"), |b, buf| {
+                let (q, k) = buf.split_at_mut(15 * token);
+                on(b).rotate_qk(q, k, shape, Direction::Forward).unwrap()
+            });
+            let positions = [(4, 2), (0, 0), (3, 1)].map(|(r, c)| GridPos::new(r, c));
+            let x = rng.values(3 * token);
+            compare(
+                layout,
+                d,
+                &x,
+                &format!("mixed rotate_at d={d}"),
+                |b, buf| {
+                    on(b)
+                        .rotate_at(buf, shape, &positions, Direction::Inverse)
+                        .unwrap()
+                },
+            );
+            let head = rng.values(d);
+            compare(layout, d, &head, &format!("mixed head d={d}"), |b, buf| {
+                on(b)
+                    .rotate_head(buf, heads - 1, GridPos::new(4, 1), Direction::Forward)
+                    .unwrap()
+            });
+        }
+    }
+}
+
+#[test]
+fn direct_axial_every_entry_point() {
+    let mut rng = Rng(4);
+    let coords: Vec<Coord> = (0..9)
+        .map(|i| Coord {
+            row: i as f32 * 1.25 - 3.0,
+            col: 100.5 - i as f32 * 7.75,
+        })
+        .collect();
+    for layout in LAYOUTS {
+        for d in dims4() {
+            let heads = 1 + d % 3;
+            let rope = AxialDirect::new(&axial_config(layout, d), d).unwrap();
+            let on = |b: Backend| rope.with_backend(b).unwrap();
+            let token = heads * d;
+            for dir in DIRS {
+                let shape = Shape::heads(heads).with_prefix(1);
+                let x = rng.values(10 * token);
+                compare(
+                    layout,
+                    d,
+                    &x,
+                    &format!("direct axial d={d} {dir:?}"),
+                    |b, buf| on(b).rotate(buf, shape, &coords, dir).unwrap(),
+                );
+            }
+            let qk = rng.values(2 * 9 * token);
+            compare(
+                layout,
+                d,
+                &qk,
+                &format!("direct axial qk d={d}"),
+                |b, buf| {
+                    let (q, k) = buf.split_at_mut(9 * token);
+                    on(b)
+                        .rotate_qk(q, k, Shape::heads(heads), &coords, Direction::Forward)
+                        .unwrap()
+                },
+            );
+            let head = rng.values(d);
+            compare(
+                layout,
+                d,
+                &head,
+                &format!("direct axial head d={d}"),
+                |b, buf| {
+                    on(b)
+                        .rotate_head(buf, coords[3], Direction::Inverse)
+                        .unwrap()
+                },
+            );
+        }
+    }
+}
+
+#[test]
+fn direct_1d_every_entry_point() {
+    let mut rng = Rng(5);
+    for layout in LAYOUTS {
+        for d in dims2() {
+            let heads = 1 + d % 3;
+            let rope = Rope1dDirect::new(&Rope1d::new(layout, 10_000.0), d).unwrap();
+            let on = |b: Backend| rope.with_backend(b).unwrap();
+            let token = heads * d;
+            for dir in DIRS {
+                let shape = Shape::heads(heads).with_prefix(1);
+                let x = rng.values(8 * token);
+                compare(
+                    layout,
+                    d,
+                    &x,
+                    &format!("direct 1-D d={d} {dir:?}"),
+                    |b, buf| on(b).rotate(buf, shape, 1_000_003, dir).unwrap(),
+                );
+            }
+            let shape = Shape::heads(heads);
+            let qk = rng.values(2 * 5 * token);
+            compare(layout, d, &qk, &format!("direct 1-D qk d={d}"), |b, buf| {
+                let (q, k) = buf.split_at_mut(5 * token);
+                on(b)
+                    .rotate_qk(q, k, shape, u32::MAX - 4, Direction::Forward)
+                    .unwrap()
+            });
+            let positions = [7, 0, u32::MAX, 65_535, 1 << 30];
+            let x = rng.values(5 * token);
+            compare(
+                layout,
+                d,
+                &x,
+                &format!("direct 1-D rotate_at d={d}"),
+                |b, buf| {
+                    on(b)
+                        .rotate_at(buf, shape, &positions, Direction::Inverse)
+                        .unwrap()
+                },
+            );
+            let head = rng.values(d);
+            compare(
+                layout,
+                d,
+                &head,
+                &format!("direct 1-D head d={d}"),
+                |b, buf| on(b).rotate_head(buf, 12_345, Direction::Forward).unwrap(),
+            );
+        }
+    }
+}
+
+/// NaN, ±∞, ±0, subnormals and large values scattered through the input.
+fn special_values(rng: &mut Rng, len: usize) -> Vec<f32> {
+    const SPECIAL: [f32; 12] = [
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        0.0,
+        -0.0,
+        1e-40,
+        -3e-39,
+        f32::MIN_POSITIVE,
+        1.5e-45,
+        1e30,
+        -2.5e36,
+        1e-30,
+    ];
+    (0..len)
+        .map(|_| {
+            let r = rng.next();
+            if r.is_multiple_of(5) {
+                SPECIAL[(r >> 8) as usize % SPECIAL.len()]
+            } else if r.is_multiple_of(7) {
+                // Subnormal results from normal inputs.
+                rng.value() * 1e-38
+            } else {
+                rng.value()
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn special_values_propagate_like_scalar() {
+    let mut rng = Rng(6);
+    let grid = Grid::new(3, 3);
+    for layout in LAYOUTS {
+        for d in [8, 12, 20, 36, 64, 100, 128] {
+            let heads = 3;
+            let token = heads * d;
+            let mut storage = vec![[0f32; 2]; AxialTableRef::storage_len(d, grid).unwrap()];
+            let config = Axial2d::new(layout, AxisOrder::ColFirst, 100.0);
+            let table = AxialTableRef::build(&mut storage, &config, d, grid).unwrap();
+            let mut storage1 = vec![[0f32; 2]; Rope1dTableRef::storage_len(d, 9).unwrap()];
+            let table1 =
+                Rope1dTableRef::build(&mut storage1, &Rope1d::new(layout, 10_000.0), d, 9).unwrap();
+            let f: Vec<f32> = (0..heads * d / 2).map(|_| rng.value()).collect();
+            let freqs = LearnedFreqs {
+                heads,
+                x: &f,
+                y: &f,
+            };
+            let mut storage_m =
+                vec![[0f32; 2]; MixedTableRef::storage_len(d, heads, grid).unwrap()];
+            let mixed = MixedTableRef::build(
+                &mut storage_m,
+                &Mixed2d {
+                    layout,
+                    coords: Coords::Index,
+                },
+                d,
+                grid,
+                freqs,
+            )
+            .unwrap();
+            for dir in DIRS {
+                let x = special_values(&mut rng, 9 * token);
+                let what = format!("special axial d={d} {dir:?}");
+                compare(layout, d, &x, &what, |b, buf| {
+                    table
+                        .with_backend(b)
+                        .unwrap()
+                        .rotate(buf, Shape::heads(heads), dir)
+                        .unwrap()
+                });
+                let what = format!("special 1-D d={d} {dir:?}");
+                compare(layout, d, &x, &what, |b, buf| {
+                    table1
+                        .with_backend(b)
+                        .unwrap()
+                        .rotate(buf, Shape::heads(heads), 0, dir)
+                        .unwrap()
+                });
+                let what = format!("special mixed d={d} {dir:?}");
+                compare(layout, d, &x, &what, |b, buf| {
+                    mixed
+                        .with_backend(b)
+                        .unwrap()
+                        .rotate(buf, Shape::heads(heads), dir)
+                        .unwrap()
+                });
+            }
+        }
+    }
+}
+
+/// A NaN in one element makes exactly its pair NaN, on every backend (scalar included).
+#[test]
+fn nan_stays_in_its_pair() {
+    let grid = Grid::new(2, 2);
+    for layout in LAYOUTS {
+        let d = 16;
+        let mut storage = vec![[0f32; 2]; AxialTableRef::storage_len(d, grid).unwrap()];
+        let config = Axial2d::new(layout, AxisOrder::ColFirst, 100.0);
+        let table = AxialTableRef::build(&mut storage, &config, d, grid).unwrap();
+        for &backend in Backend::ALL.iter().filter(|b| b.is_available()) {
+            for i in [0, 5, 17, 38, 63] {
+                let mut x = vec![0.5f32; 4 * d];
+                x[i] = f32::NAN;
+                table
+                    .with_backend(backend)
+                    .unwrap()
+                    .rotate(&mut x, Shape::heads(1), Direction::Forward)
+                    .unwrap();
+                for (j, v) in x.iter().enumerate() {
+                    let in_pair = j == i || j == partner(i, d, layout);
+                    assert_eq!(
+                        v.is_nan(),
+                        in_pair,
+                        "{} {layout:?}: NaN at {i}, element {j}",
+                        backend.name()
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// `Backend::auto()` is available and is what tables use by default; every available backend
+/// can be chosen explicitly, and a backend this CPU lacks is refused.
+#[test]
+fn dispatch() {
+    let auto = Backend::auto();
+    assert!(auto.is_available());
+    let mut storage = vec![[0f32; 2]; AxialTableRef::storage_len(8, Grid::new(1, 1)).unwrap()];
+    let table = AxialTableRef::build(&mut storage, &Axial2d::ROPE_VIT, 8, Grid::new(1, 1)).unwrap();
+    assert_eq!(table.backend(), auto);
+    for &backend in Backend::ALL {
+        match table.with_backend(backend) {
+            Ok(t) => {
+                assert!(backend.is_available());
+                assert_eq!(t.backend(), backend);
+            }
+            Err(e) => {
+                assert!(!backend.is_available());
+                assert_eq!(e, rope2d::Error::BackendUnavailable);
+            }
+        }
+    }
+    #[cfg(all(target_arch = "x86_64", feature = "avx2", feature = "std"))]
+    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        assert_eq!(auto.name(), "avx2");
+    }
+    #[cfg(all(target_arch = "aarch64", feature = "neon"))]
+    assert_eq!(auto.name(), "neon");
+}
+
+/// The fused backends really run their own code (not a silent scalar fallback): on random
+/// data some outputs differ from scalar in the last bit, as their bound allows.
+#[test]
+fn fused_backends_are_not_scalar() {
+    let grid = Grid::new(4, 4);
+    let d = 64;
+    let mut storage = vec![[0f32; 2]; AxialTableRef::storage_len(d, grid).unwrap()];
+    let table = AxialTableRef::build(&mut storage, &Axial2d::ROPE_VIT, d, grid).unwrap();
+    let x = Rng(7).values(16 * 2 * d);
+    let mut want = x.clone();
+    table
+        .with_backend(Backend::Scalar)
+        .unwrap()
+        .rotate(&mut want, Shape::heads(2), Direction::Forward)
+        .unwrap();
+    for backend in backends() {
+        let mut got = x.clone();
+        table
+            .with_backend(backend)
+            .unwrap()
+            .rotate(&mut got, Shape::heads(2), Direction::Forward)
+            .unwrap();
+        let differ = want
+            .iter()
+            .zip(&got)
+            .filter(|(w, g)| w.to_bits() != g.to_bits())
+            .count();
+        if backend.name() == "portable" {
+            assert_eq!(differ, 0);
+        } else {
+            assert!(
+                differ > 0,
+                "{} gave scalar's bits everywhere",
+                backend.name()
+            );
+        }
+    }
+}
