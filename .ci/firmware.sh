@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# rope2d on a Cortex-M4F (QEMU MPS2-AN386): runs examples/cortex_m4.rs (plain text and defmt),
+# measures the budgets below on the same image, prints every figure, and exits non-zero when a
+# check fails or a budget is exceeded. Also builds the other embedded targets. Idempotent;
+# installs what it needs (qemu-system-arm, binutils-arm-none-eabi, python3, rustup targets,
+# defmt-print).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Budgets.
+MAX_INSNS_PER_PAIR=7       # apply loop, per rotated pair
+MAX_INSNS_PER_ENTRY=80     # table build, per (cos, sin) entry
+MAX_TEXT_BYTES=4096        # .text of everything the example's rope2d calls reach
+
+TARGET=thumbv7em-none-eabihf
+EXAMPLE=cortex_m4
+QEMU=(qemu-system-arm -cpu cortex-m4 -machine mps2-an386 -nographic
+      -semihosting-config enable=on,target=native)
+QEMU_TIMEOUT=300
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
+
+# --- tools -------------------------------------------------------------------------------
+have() { command -v "$1" >/dev/null 2>&1; }
+apt_install() {
+    local sudo=()
+    [ "$(id -u)" = 0 ] || sudo=(sudo)
+    "${sudo[@]}" apt-get -o DPkg::Lock::Timeout=300 update -qq
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get -o DPkg::Lock::Timeout=300 install -y -qq "$@"
+}
+missing=()
+have qemu-system-arm || missing+=(qemu-system-arm)
+have arm-none-eabi-objdump || missing+=(binutils-arm-none-eabi)
+have python3 || missing+=(python3)
+have timeout || missing+=(coreutils)
+if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
+rustup target add thumbv7em-none-eabihf thumbv6m-none-eabi thumbv8m.main-none-eabihf \
+    riscv32imac-unknown-none-elf >/dev/null
+have defmt-print || cargo install defmt-print --locked
+OBJDUMP=arm-none-eabi-objdump
+NM=arm-none-eabi-nm
+# One instruction per translation block, so every executed instruction is one trace line
+# (`-singlestep` before QEMU 8).
+qemu_major=$(qemu-system-arm --version | sed -n 's/.*version \([0-9]*\)\..*/\1/p')
+if [ "${qemu_major:-0}" -ge 8 ]; then ONE_INSN=(-accel tcg,one-insn-per-tb=on); else ONE_INSN=(-singlestep); fi
+
+fail=0
+budget() { # name value limit unit
+    if awk -v v="$2" -v l="$3" 'BEGIN { exit !(v <= l) }'; then
+        printf 'budget ok    %-58s %10s  (limit %s %s)\n' "$1" "$2" "$3" "$4"
+    else
+        printf 'BUDGET FAIL  %-58s %10s  (limit %s %s)\n' "$1" "$2" "$3" "$4"
+        fail=1
+    fi
+}
+
+# --- other embedded targets keep building ---------------------------------------------------
+for t in thumbv6m-none-eabi thumbv8m.main-none-eabihf riscv32imac-unknown-none-elf; do
+    echo "== cargo build --target $t (and --features defmt)"
+    cargo build --quiet --release --no-default-features --target "$t"
+    cargo build --quiet --release --no-default-features --features defmt --target "$t"
+done
+
+# --- firmware, plain text ---------------------------------------------------------------------
+echo "== clippy, firmware example"
+cargo clippy --quiet --release --target $TARGET --example $EXAMPLE -- -D warnings
+cargo clippy --quiet --release --target $TARGET --example $EXAMPLE --features defmt -- -D warnings
+
+echo "== cargo run --release --target $TARGET --example $EXAMPLE"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cargo build --quiet --release --target $TARGET --example $EXAMPLE
+ELF="$work/$EXAMPLE.elf"
+cp "$CARGO_TARGET_DIR/$TARGET/release/examples/$EXAMPLE" "$ELF"
+set +e
+cargo run --quiet --release --target $TARGET --example $EXAMPLE | tee "$work/run.txt"
+status=${PIPESTATUS[0]}
+set -e
+echo "QEMU exit status: $status"
+if [ "$status" != 0 ] || ! grep -q '^[0-9]* passed, 0 failed$' "$work/run.txt"; then
+    echo "firmware checks failed"
+    exit 1
+fi
+
+# --- firmware, defmt --------------------------------------------------------------------------
+echo "== the same with --features defmt, decoded by defmt-print"
+cargo build --quiet --release --target $TARGET --example $EXAMPLE --features defmt
+DEFMT_ELF="$work/$EXAMPLE-defmt.elf"
+cp "$CARGO_TARGET_DIR/$TARGET/release/examples/$EXAMPLE" "$DEFMT_ELF"
+set +e
+timeout $QEMU_TIMEOUT "${QEMU[@]}" -kernel "$DEFMT_ELF" | defmt-print -e "$DEFMT_ELF" | tee "$work/defmt.txt"
+status=${PIPESTATUS[0]}
+set -e
+echo "QEMU exit status: $status"
+if [ "$status" != 0 ] || ! grep -q '[0-9]* passed, 0 failed' "$work/defmt.txt"; then
+    echo "defmt firmware checks failed"
+    exit 1
+fi
+
+# --- instruction budgets: QEMU trace of the plain image ------------------------------------------
+echo "== instruction counts (QEMU exec trace, one instruction per block)"
+sym() { $NM -S "$ELF" | awk -v s="$1" '$4 == s { print $1, $2 }'; }
+read -r begin_addr begin_size < <(sym measure_begin)
+read -r end_addr end_size < <(sym measure_end)
+mkfifo "$work/trace"
+timeout $QEMU_TIMEOUT "${QEMU[@]}" "${ONE_INSN[@]}" -d exec,nochain -D "$work/trace" \
+    -kernel "$ELF" >"$work/trace-run.txt" &
+qemu_pid=$!
+# Instructions executed between each return from measure_begin and the next measure_end.
+awk -v b=$((16#$begin_addr & ~1)) -v bs=$((16#$begin_size)) \
+    -v e=$((16#$end_addr & ~1)) -v es=$((16#$end_size)) '
+    /^Trace/ {
+        split($4, f, "/"); pc = 0; h = tolower(f[2])
+        for (i = 1; i <= length(h); i++) pc = pc * 16 + index("0123456789abcdef", substr(h, i, 1)) - 1
+        if (pc >= b && pc < b + bs) { on = 1; n = 0; next }
+        if (pc >= e && pc < e + es) { if (on) print n; on = 0; next }
+        if (on) n++
+    }' "$work/trace" >"$work/counts.txt"
+wait $qemu_pid
+grep '^measure: ' "$work/trace-run.txt" | awk '{ print $2, $3 }' >"$work/work.txt"
+if [ "$(wc -l <"$work/counts.txt")" != "$(wc -l <"$work/work.txt")" ]; then
+    echo "trace regions and measure: lines do not match"; exit 1
+fi
+paste -d' ' "$work/work.txt" "$work/counts.txt" >"$work/measured.txt"
+per() { awk -v k="$1" '$1 == k { printf "%.2f", $3 / $2 }' "$work/measured.txt"; }
+while read -r what units insns; do
+    printf '  %-16s %8d instructions for %6d units = %.2f per unit\n' \
+        "$what" "$insns" "$units" "$(awk -v a="$insns" -v b="$units" 'BEGIN { print a / b }')"
+done <"$work/measured.txt"
+budget "instructions per rotated pair (cortex-m backend, rotate_at)" "$(per pairs)" $MAX_INSNS_PER_PAIR instructions
+budget "instructions per (cos, sin) entry (AxialTable::<64,14,14>::new)" "$(per table_entries)" $MAX_INSNS_PER_ENTRY instructions
+echo "  (scalar backend on the same call, for comparison: $(per scalar_pairs) per pair)"
+
+# --- sizes and panic paths -------------------------------------------------------------------
+echo "== what the example pulls from rope2d (call graph of calls::*)"
+set +e
+python3 .ci/firmware_closure.py $OBJDUMP "$ELF" "cortex_m4::firmware::calls::" | tee "$work/closure.txt"
+closure_status=${PIPESTATUS[0]}
+set -e
+if [ "$closure_status" != 0 ]; then
+    echo "CHECK FAIL   rope2d's apply/table functions reach a panic path"; fail=1
+else
+    echo "check ok     no panic path reachable from rope2d's apply and table functions"
+fi
+budget ".text reached from the example's rope2d calls" \
+    "$(awk '$1 == "closure_text_bytes" { print $2 }' "$work/closure.txt")" $MAX_TEXT_BYTES bytes
+if $NM "$ELF" | grep -Eq 'rem_pio2|[^a-z_](sinf|cosf|sin|cos)$'; then
+    echo "CHECK FAIL   libm sin/cos or its argument reduction is linked"; fail=1
+else
+    echo "check ok     no libm sinf/cosf and no rem_pio2 (large-argument reduction) in the image"
+fi
+echo "  whole firmware image (golden data, formatting, semihosting included):"
+arm-none-eabi-size "$ELF" | sed 's/^/    /'
+grep '^table: ' "$work/run.txt" | sed 's/^/  RAM of the 14x14, d = 64 /'
+
+exit $fail
