@@ -3,7 +3,7 @@
 
 #![forbid(unsafe_code)]
 
-use crate::backend::{Angles, Backend, Job};
+use crate::backend::{AngleSource, Backend, Job};
 use crate::config::{Direction, GridPos, Layout, Shape};
 use crate::error::Error;
 
@@ -18,14 +18,14 @@ pub(crate) struct Plan {
 impl Plan {
     /// Checks that `x` is `shape.prefix + count` whole tokens and returns the job for the
     /// rotated part.
-    pub(crate) fn job<'x, 't>(
+    pub(crate) fn job<'x, A: AngleSource>(
         self,
         x: &'x mut [f32],
         shape: Shape,
         count: usize,
         dir: Direction,
-        angles: Angles<'t>,
-    ) -> Result<Job<'x, 't>, Error> {
+        angles: A,
+    ) -> Result<Job<'x, A>, Error> {
         if shape.heads == 0 {
             return Err(Error::ZeroHeads);
         }
@@ -65,12 +65,12 @@ impl Plan {
     }
 
     /// Checks that `head` is one head vector and returns its job.
-    pub(crate) fn head_job<'x, 't>(
+    pub(crate) fn head_job<'x, A: AngleSource>(
         self,
         head: &'x mut [f32],
         dir: Direction,
-        angles: Angles<'t>,
-    ) -> Result<Job<'x, 't>, Error> {
+        angles: A,
+    ) -> Result<Job<'x, A>, Error> {
         if head.len() != self.head_dim {
             return Err(Error::HeadLength {
                 expected: self.head_dim,
@@ -88,7 +88,7 @@ impl Plan {
     }
 
     /// Runs jobs that were all checked.
-    pub(crate) fn run<const N: usize>(self, jobs: [Job<'_, '_>; N]) {
+    pub(crate) fn run<A: AngleSource, const N: usize>(self, jobs: [Job<'_, A>; N]) {
         for job in jobs {
             self.backend.run(job);
         }

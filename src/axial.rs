@@ -6,7 +6,7 @@
 use core::fmt;
 
 use crate::apply::{self, Plan};
-use crate::backend::{Angles, Backend, Positions2d};
+use crate::backend::{AxialGrid, AxialList, Backend};
 use crate::config::{Axial2d, AxisOrder, Coords, Direction, GridPos, Layout, Shape};
 use crate::dims::{Dim, HeadDim};
 use crate::error::Error;
@@ -70,8 +70,8 @@ fn build_axial(
     };
     let row_map = AxisMap::new(config.coords, grid.rows, ref_rows)?;
     let col_map = AxisMap::new(config.coords, grid.cols, ref_cols)?;
-    fill_axis(rows_out, width, row_map, schedule.iter());
-    fill_axis(cols_out, width, col_map, schedule.iter());
+    fill_axis(rows_out, width, row_map, schedule.turns());
+    fill_axis(cols_out, width, col_map, schedule.turns());
     Ok(())
 }
 
@@ -193,23 +193,32 @@ impl<'a> AxialTableRef<'a> {
 
     /// `[cos, sin]` of row `row`'s angles, `d/4` entries (`None` outside the grid).
     pub fn row_entries(&self, row: usize) -> Option<&'a [[f32; 2]]> {
-        self.rows_table.chunks_exact(self.head_dim / 4).nth(row)
+        entries(self.rows_table, row, self.head_dim / 4)
     }
 
     /// `[cos, sin]` of column `col`'s angles, `d/4` entries (`None` outside the grid).
     pub fn col_entries(&self, col: usize) -> Option<&'a [[f32; 2]]> {
-        self.cols_table.chunks_exact(self.head_dim / 4).nth(col)
+        entries(self.cols_table, col, self.head_dim / 4)
     }
 
-    fn angles<'t>(&self, positions: Positions2d<'t>) -> Angles<'t>
+    fn list_angles<'t>(&self, positions: &'t [GridPos]) -> AxialList<'t>
     where
         'a: 't,
     {
-        Angles::Axial {
+        AxialList {
             rows: self.rows_table,
             cols: self.cols_table,
             col_first: self.axis_order == AxisOrder::ColFirst,
             positions,
+        }
+    }
+
+    fn grid_angles(&self) -> AxialGrid<'a> {
+        AxialGrid {
+            rows: self.rows_table,
+            cols: self.cols_table,
+            col_first: self.axis_order == AxisOrder::ColFirst,
+            grid_cols: self.grid.cols,
         }
     }
 
@@ -219,9 +228,7 @@ impl<'a> AxialTableRef<'a> {
     pub fn rotate_head(&self, head: &mut [f32], pos: GridPos, dir: Direction) -> Result<(), Error> {
         let positions = core::slice::from_ref(&pos);
         apply::check_grid_positions(positions, self.grid.rows, self.grid.cols)?;
-        let job = self
-            .plan
-            .head_job(head, dir, self.angles(Positions2d::List(positions)))?;
+        let job = self.plan.head_job(head, dir, self.list_angles(positions))?;
         self.plan.run([job]);
         Ok(())
     }
@@ -271,13 +278,9 @@ impl<'a> AxialTableRef<'a> {
         dir: Direction,
     ) -> Result<(), Error> {
         apply::check_grid_positions(positions, self.grid.rows, self.grid.cols)?;
-        let job = self.plan.job(
-            x,
-            shape,
-            positions.len(),
-            dir,
-            self.angles(Positions2d::List(positions)),
-        )?;
+        let job = self
+            .plan
+            .job(x, shape, positions.len(), dir, self.list_angles(positions))?;
         self.plan.run([job]);
         Ok(())
     }
@@ -285,12 +288,11 @@ impl<'a> AxialTableRef<'a> {
     fn grid_tokens(&self) -> usize {
         self.grid.rows * self.grid.cols
     }
+}
 
-    fn grid_angles(&self) -> Angles<'a> {
-        self.angles(Positions2d::Grid {
-            cols: self.grid.cols,
-        })
-    }
+/// Entries `index · width .. (index + 1) · width` of an axis table, if in range.
+fn entries(table: &[[f32; 2]], index: usize, width: usize) -> Option<&[[f32; 2]]> {
+    table.get(index.checked_mul(width)?..)?.get(..width)
 }
 
 /// An axial 2-D table with head dimension `D` and a `ROWS × COLS` grid fixed at compile time,

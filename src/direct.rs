@@ -8,10 +8,10 @@
 #![forbid(unsafe_code)]
 
 use crate::apply::{self, Plan};
-use crate::backend::{Angles, Backend, Positions1d};
+use crate::backend::{Backend, Direct1d, DirectAxial, Positions1d};
 use crate::config::{Axial2d, AxisOrder, Coord, Direction, Rope1d, Shape};
 use crate::error::Error;
-use crate::freq::Schedule;
+use crate::freq::{Schedule, Schedule1d};
 use crate::rope1d::count_tokens;
 
 /// Axial 2-D rotation at real-valued coordinates (after cropping, jitter or any other
@@ -64,14 +64,14 @@ impl AxialDirect {
         self.plan.backend
     }
 
-    fn angles<'t>(&self, coords: &'t [Coord]) -> Result<Angles<'t>, Error> {
+    fn angles<'t>(&self, coords: &'t [Coord]) -> Result<DirectAxial<'t>, Error> {
         if coords
             .iter()
             .any(|c| !c.row.is_finite() || !c.col.is_finite())
         {
             return Err(Error::NonFiniteCoordinate);
         }
-        Ok(Angles::DirectAxial {
+        Ok(DirectAxial {
             freqs: self.freqs,
             col_first: self.col_first,
             coords,
@@ -130,7 +130,7 @@ impl AxialDirect {
 /// 1-D rotation at any position `0 ..= u32::MAX` without a table.
 #[derive(Clone, Copy, Debug)]
 pub struct Rope1dDirect {
-    freqs: Schedule,
+    freqs: Schedule1d,
     plan: Plan,
 }
 
@@ -150,7 +150,7 @@ impl Rope1dDirect {
             });
         }
         Ok(Self {
-            freqs: Schedule::with_precision(
+            freqs: Schedule1d::new(
                 config.base,
                 config.freq_scale,
                 head_dim / 2,
@@ -181,8 +181,8 @@ impl Rope1dDirect {
         self.plan.backend
     }
 
-    fn angles<'t>(&self, positions: Positions1d<'t>) -> Angles<'t> {
-        Angles::Direct1d {
+    fn angles<'t>(&self, positions: Positions1d<'t>) -> Direct1d<'t> {
+        Direct1d {
             freqs: self.freqs,
             positions,
         }

@@ -6,7 +6,7 @@ use crate::config::{AnglePrecision, Coords};
 use crate::error::Error;
 use crate::math::{self, Turns};
 
-/// One frequency of a schedule.
+/// One frequency of a 1-D schedule, which may round angles like float32 reference code.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Freq {
     /// Exact, in turns per unit.
@@ -31,46 +31,24 @@ impl Freq {
             },
         }
     }
-
-    /// The phase of real coordinate `x`.
-    #[inline]
-    pub(crate) fn phase_of_coordinate(self, x: math::Decoded, raw: f32) -> u64 {
-        match self {
-            Freq::Exact(f) => math::phase_of_coordinate(x, f),
-            Freq::Float32(f) => match math::decode_f32(raw * f) {
-                Some(angle) => math::phase_of_coordinate(angle, ONE_RADIAN),
-                None => 0,
-            },
-        }
-    }
 }
 
-/// `f_j = freq_scale · base^(−j/len)` for `j < len`.
+/// `f_j = freq_scale · base^(−j/len)` for `j < len`, exact.
 ///
 /// 1-D RoPE uses `len = d/2` (`base^(−2j/d)`), axial 2-D `len = d/4` (`base^(−4j/d)`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Schedule {
-    scale: Turns,
+    /// `freq_scale` in turns (positive), unsigned Q64.64.
+    scale: u128,
     /// `log2(base) / len` as Q64.64.
     exponent: u128,
     /// `base^(−1/len)` as Q1.63.
     ratio: u64,
     len: usize,
-    /// `Some(freq_scale)` for [`AnglePrecision::Float32`].
-    float32_scale: Option<f32>,
 }
 
 impl Schedule {
     pub(crate) fn new(base: f64, freq_scale: f64, len: usize) -> Result<Self, Error> {
-        Self::with_precision(base, freq_scale, len, AnglePrecision::Exact)
-    }
-
-    pub(crate) fn with_precision(
-        base: f64,
-        freq_scale: f64,
-        len: usize,
-        precision: AnglePrecision,
-    ) -> Result<Self, Error> {
         let base = math::decode_f64(base)
             .filter(|b| math::greater_than_one(*b))
             .ok_or(Error::InvalidBase)?;
@@ -79,28 +57,21 @@ impl Schedule {
             .and_then(math::radians_to_turns)
             .ok_or(Error::InvalidFreqScale)?;
         let len = len.max(1);
-        let exponent = math::log2_q64(base) / len as u128;
-        let float32_scale = match precision {
-            AnglePrecision::Exact => None,
-            AnglePrecision::Float32 => Some(freq_scale as f32),
-        };
+        let exponent =
+            math::div_u128(math::log2_q64(base), len as u64).ok_or(Error::ShapeOverflow)?;
         Ok(Self {
-            scale,
+            scale: scale.0.unsigned_abs(),
             exponent,
             ratio: math::exp2_neg_q63(exponent),
             len,
-            float32_scale,
         })
     }
 
     /// The frequencies `f_0, f_1, …` (each from the previous by one fixed-point multiply).
-    pub(crate) fn iter(self) -> impl Iterator<Item = Freq> {
+    pub(crate) fn turns(self) -> impl Iterator<Item = Turns> {
         let mut power = 1u64 << 63;
-        (0..self.len).map(move |j| {
-            let f = match self.float32_scale {
-                None => Freq::Exact(math::mul_q63(self.scale, power)),
-                Some(scale) => Freq::Float32(self.float32_inverse(j) * scale),
-            };
+        (0..self.len).map(move |_| {
+            let f = math::mul_q63(self.scale, power);
             power = ((u128::from(power) * u128::from(self.ratio)) >> 63) as u64;
             f
         })
@@ -116,6 +87,45 @@ impl Schedule {
         let mantissa = math::exp2_neg_q63((1u128 << 64) - u128::from(fraction));
         let power = mantissa as f32 * pow2_f32(whole + 1 - 63);
         1.0 / power
+    }
+}
+
+/// A 1-D schedule: exact, or rounded like float32 reference code.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Schedule1d {
+    exact: Schedule,
+    /// `Some(freq_scale)` for [`AnglePrecision::Float32`].
+    float32_scale: Option<f32>,
+}
+
+impl Schedule1d {
+    pub(crate) fn new(
+        base: f64,
+        freq_scale: f64,
+        len: usize,
+        precision: AnglePrecision,
+    ) -> Result<Self, Error> {
+        let exact = Schedule::new(base, freq_scale, len)?;
+        let float32_scale = match precision {
+            AnglePrecision::Exact => None,
+            AnglePrecision::Float32 => Some(freq_scale as f32),
+        };
+        Ok(Self {
+            exact,
+            float32_scale,
+        })
+    }
+
+    /// The frequencies `f_0, f_1, …`.
+    pub(crate) fn iter(self) -> impl Iterator<Item = Freq> {
+        let exact = self.exact;
+        exact
+            .turns()
+            .enumerate()
+            .map(move |(j, f)| match self.float32_scale {
+                None => Freq::Exact(f),
+                Some(scale) => Freq::Float32(exact.float32_inverse(j) * scale),
+            })
     }
 }
 
@@ -139,14 +149,23 @@ pub(crate) struct AxisMap {
 }
 
 impl AxisMap {
+    /// The identity map of [`Coords::Index`].
+    pub(crate) const INDEX: Self = Self {
+        a: 1,
+        b: 0,
+        reciprocal: None,
+    };
+
     /// The map for an axis of `n > 0` cells, with `reference` the reference grid side
     /// (only used by [`Coords::Rescale`]).
     pub(crate) fn new(coords: Coords, n: usize, reference: u32) -> Result<Self, Error> {
         let n_i64 = i64::try_from(n).map_err(|_| Error::ShapeOverflow)?;
-        // 2^64 / n as Q0.64, only for the modes that divide (a 64-bit division is a library
-        // call on 32-bit cores); `n > 0` is checked by the callers, `checked_div` keeps the
-        // division free of a panic path all the same.
-        let divide_by_n = || u64::MAX.checked_div(n as u64).ok_or(Error::EmptyTable);
+        // 2^64 / n as Q0.64, only for the modes that divide.
+        let divide_by_n = || {
+            math::div_u128(u128::from(u64::MAX), n as u64)
+                .map(|q| q as u64)
+                .ok_or(Error::EmptyTable)
+        };
         Ok(match coords {
             Coords::Index => Self {
                 a: 1,
@@ -187,22 +206,32 @@ pub(crate) fn fill_axis(
     out: &mut [[f32; 2]],
     width: usize,
     map: AxisMap,
-    freqs: impl Iterator<Item = Freq>,
+    freqs: impl Iterator<Item = Turns>,
 ) {
+    if width == 0 {
+        return;
+    }
     for (j, f) in freqs.take(width).enumerate() {
-        match f {
-            Freq::Exact(f) => {
-                let (start, step) = map.start_and_step(f);
-                let mut phase = start;
-                for row in out.chunks_exact_mut(width) {
-                    if let Some(entry) = row.get_mut(j) {
-                        *entry = math::cos_sin_turns(phase);
-                    }
-                    phase = phase.wrapping_add(step);
-                }
+        let (start, step) = map.start_and_step(f);
+        let mut phase = start;
+        for row in out.chunks_exact_mut(width) {
+            if let Some(entry) = row.get_mut(j) {
+                *entry = math::cos_sin_turns(phase);
             }
-            // Only 1-D schedules are float32, and they use index coordinates.
-            Freq::Float32(_) => {
+            phase = phase.wrapping_add(step);
+        }
+    }
+}
+
+/// Fills a 1-D table for positions `0 .. out.len() / width`, exact or float32-rounded.
+pub(crate) fn fill_1d(out: &mut [[f32; 2]], width: usize, schedule: Schedule1d) {
+    match schedule.float32_scale {
+        None => fill_axis(out, width, AxisMap::INDEX, schedule.exact.turns()),
+        Some(_) => {
+            if width == 0 {
+                return;
+            }
+            for (j, f) in schedule.iter().take(width).enumerate() {
                 for (i, row) in out.chunks_exact_mut(width).enumerate() {
                     if let Some(entry) = row.get_mut(j) {
                         *entry = math::cos_sin_turns(f.phase_of_integer(i as i64));
@@ -227,8 +256,7 @@ mod tests {
             (500_000.0, 0.25, 64),
         ] {
             let s = Schedule::new(base, scale, len).unwrap();
-            for (j, f) in s.iter().enumerate() {
-                let Freq::Exact(f) = f else { panic!() };
+            for (j, f) in s.turns().enumerate() {
                 let got = f.0 as f64 / 18_446_744_073_709_551_616.0 * core::f64::consts::TAU;
                 let want = scale * base.powf(-(j as f64) / len as f64);
                 assert!(
@@ -260,7 +288,7 @@ mod tests {
     #[test]
     fn float32_inverse_matches_reference_inv_freq() {
         // inv_freq_f32 of the LLaMA golden file: 1 / (10000 ** (arange(0, 64, 2) / 64)) in float32.
-        let s = Schedule::with_precision(10_000.0, 1.0, 32, AnglePrecision::Float32).unwrap();
+        let s = Schedule1d::new(10_000.0, 1.0, 32, AnglePrecision::Float32).unwrap();
         let want: [f64; 32] = [
             1.0,
             0.7498942017555237,
@@ -303,9 +331,11 @@ mod tests {
 
     #[test]
     fn axis_maps_match_their_formulas() {
-        let Some(Freq::Exact(f)) = Schedule::new(100.0, 1.0, 1).unwrap().iter().next() else {
-            panic!()
-        };
+        let f = Schedule::new(100.0, 1.0, 1)
+            .unwrap()
+            .turns()
+            .next()
+            .unwrap();
         let cases = [
             (Coords::Index, 14, 0, 5, 5.0),
             (

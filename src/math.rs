@@ -119,45 +119,93 @@ pub(crate) fn radians_to_turns(radians: Decoded) -> Option<Turns> {
 }
 
 /// `log2(x)` for `x > 1` as unsigned Q64.64, accurate to about 2⁻⁶⁰.
+///
+/// Out of line: used once per table, and its loop is not worth unrolling into every caller.
+#[inline(never)]
 pub(crate) fn log2_q64(x: Decoded) -> u128 {
     let top = 63 - x.mantissa.leading_zeros() as i32;
     // y = x / 2^(top + exponent) in [1, 2), as Q2.62.
     let mut y = x.mantissa << (62 - top);
     let integer = (top + x.exponent) as u128;
-    let mut fraction = 0u64;
     // Each squaring of y in [1, 2) yields one more bit of log2(y).
-    for _ in 0..64 {
-        y = ((u128::from(y) * u128::from(y)) >> 62) as u64;
-        fraction <<= 1;
-        if y >= 2 << 62 {
-            y >>= 1;
-            fraction |= 1;
-        }
+    let square = |y: u64| {
+        let y = ((u128::from(y) * u128::from(y)) >> 62) as u64;
+        if y >= 2 << 62 { (y >> 1, 1) } else { (y, 0) }
+    };
+    // The first 63 bits, shifted in behind a marker bit that ends the loop when it reaches
+    // bit 63 (an exit that depends on the data, so LLVM does not unroll the loop), then the
+    // 64th bit, which shifts the marker out.
+    let mut fraction = 1u64;
+    while fraction >> 63 == 0 {
+        let (next, bit) = square(y);
+        y = next;
+        fraction = (fraction << 1) | bit;
     }
+    let (_, bit) = square(y);
+    fraction = (fraction << 1) | bit;
     (integer << 64) | u128::from(fraction)
 }
 
 /// `2^(-x)` for unsigned Q64.64 `x`, as Q1.63 (so `1 << 63` is 1.0).
+///
+/// One multiply per set bit of the fraction, from the most significant down (the order
+/// fixes the truncation of each product, so the bits of the result). Out of line: used once
+/// per table.
+#[inline(never)]
 pub(crate) fn exp2_neg_q63(x: u128) -> u64 {
     let integer = x >> 64;
-    let fraction = x as u64;
+    let mut fraction = x as u64;
     let mut result = 1u64 << 63;
-    for (bit, factor) in EXP2_NEG.iter().enumerate() {
-        if fraction & (1 << (63 - bit)) != 0 {
+    while fraction != 0 {
+        // Bit 63 − i of the fraction is worth 2^−(i+1): factor `EXP2_NEG[i]`.
+        let i = fraction.leading_zeros();
+        fraction ^= (1 << 63) >> i;
+        if let Some(factor) = EXP2_NEG.get(i as usize) {
             result = ((u128::from(result) * u128::from(*factor)) >> 63) as u64;
         }
     }
     if integer >= 64 { 0 } else { result >> integer }
 }
 
-/// `(a · b) >> 63` for Q1.63 `b`; `a` signed Q64.64 with `|a| < 2^126`.
-pub(crate) fn mul_q63(a: Turns, b: u64) -> Turns {
-    let negative = a.0 < 0;
-    let magnitude = a.0.unsigned_abs();
-    let high = (magnitude >> 64) * u128::from(b);
-    let low = ((magnitude & u128::from(u64::MAX)) * u128::from(b)) >> 63;
-    let product = ((high << 1) + low) as i128;
-    Turns(if negative { -product } else { product })
+/// `n / d` by shift and subtract; `None` for `d = 0`. A few dozen bytes of code, where a
+/// `u128` or `u64` division links a library routine of several hundred bytes on 32-bit
+/// cores; used a few times per table, never per entry, so out of line (one copy).
+#[inline(never)]
+pub(crate) fn div_u128(n: u128, d: u64) -> Option<u128> {
+    if d == 0 {
+        return None;
+    }
+    // Bit by bit from the highest set bit of `n` down (none for `n = 0`): a mask rather than
+    // a count, which leaves LLVM no trip count to unroll by. Each quotient bit replaces the
+    // dividend bit just consumed, and the remainder (below `d`) fits in a `u64` once the bit
+    // shifted out of it (`carry`) is accounted for: few enough registers for a 32-bit core.
+    let mut bits = n;
+    let (high, low) = ((n >> 64) as u64, n as u64);
+    let mut bit = if high != 0 {
+        u128::from((1u64 << 63) >> high.leading_zeros()) << 64
+    } else {
+        u128::from((1u64 << 63).checked_shr(low.leading_zeros()).unwrap_or(0))
+    };
+    let mut remainder = 0u64;
+    while bit != 0 {
+        let carry = remainder >> 63 != 0;
+        remainder = (remainder << 1) | u64::from(bits & bit != 0);
+        if carry || remainder >= d {
+            remainder = remainder.wrapping_sub(d);
+            bits |= bit;
+        } else {
+            bits &= !bit;
+        }
+        bit >>= 1;
+    }
+    Some(bits)
+}
+
+/// `(a · b) >> 63` for Q1.63 `b`; `a` unsigned Q64.64 below `2^126`.
+pub(crate) fn mul_q63(a: u128, b: u64) -> Turns {
+    let high = u128::from((a >> 64) as u64) * u128::from(b);
+    let low = (u128::from(a as u64) * u128::from(b)) >> 63;
+    Turns(((high << 1) + low) as i128)
 }
 
 /// `(a · b) >> 64` for Q0.64 `b`.
@@ -287,6 +335,22 @@ mod tests {
                 "{x}: {got}"
             );
         }
+    }
+
+    #[test]
+    fn div_u128_matches_hardware_division() {
+        for (n, d) in [
+            (0u128, 1u64),
+            (1, 1),
+            (u128::MAX, 3),
+            (u128::from(u64::MAX), 14),
+            (1 << 75, 16),
+            (12345, 1 << 40),
+            (7, 9),
+        ] {
+            assert_eq!(div_u128(n, d), Some(n / u128::from(d)), "{n} / {d}");
+        }
+        assert_eq!(div_u128(5, 0), None);
     }
 
     #[test]

@@ -8,11 +8,11 @@ use core::fmt;
 
 use crate::apply::{self, Plan};
 use crate::axial::Grid;
-use crate::backend::{Angles, Backend, Positions2d};
+use crate::backend::{Backend, Mixed, Positions2d};
 use crate::config::{Coords, Direction, GridPos, Layout, Mixed2d, Shape};
 use crate::dims::{Dim, HeadDim};
 use crate::error::Error;
-use crate::freq::{AxisMap, Freq, fill_axis};
+use crate::freq::{AxisMap, fill_axis};
 use crate::math::{self, Turns};
 
 /// Learned RoPE-Mixed frequencies as stored in a model, in radians per unit coordinate:
@@ -82,19 +82,13 @@ fn build_mixed(
         rows_out,
         width,
         row_map,
-        freqs
-            .y
-            .iter()
-            .map(|&f| Freq::Exact(to_turns(f).unwrap_or(Turns(0)))),
+        freqs.y.iter().map(|&f| to_turns(f).unwrap_or(Turns(0))),
     );
     fill_axis(
         cols_out,
         width,
         col_map,
-        freqs
-            .x
-            .iter()
-            .map(|&f| Freq::Exact(to_turns(f).unwrap_or(Turns(0)))),
+        freqs.x.iter().map(|&f| to_turns(f).unwrap_or(Turns(0))),
     );
     Ok(())
 }
@@ -214,12 +208,12 @@ impl<'a> MixedTableRef<'a> {
         self.plan.backend
     }
 
-    fn angles<'t>(&self, positions: Positions2d<'t>) -> Angles<'t>
+    fn angles<'t>(&self, positions: Positions2d<'t>) -> Mixed<'t>
     where
         'a: 't,
     {
         let stride = self.heads * (self.plan.head_dim / 2);
-        Angles::Mixed {
+        Mixed {
             rows: self.rows_table,
             cols: self.cols_table,
             stride,
@@ -259,7 +253,7 @@ impl<'a> MixedTableRef<'a> {
         apply::check_grid_positions(positions, self.grid.rows, self.grid.cols)?;
         // Rows hold `heads · d/2` entries; start the view at this head and keep the stride.
         let offset = head_index * (self.plan.head_dim / 2);
-        let angles = Angles::Mixed {
+        let angles = Mixed {
             rows: self.rows_table.get(offset..).unwrap_or(&[]),
             cols: self.cols_table.get(offset..).unwrap_or(&[]),
             stride: self.heads * (self.plan.head_dim / 2),
@@ -329,7 +323,7 @@ impl<'a> MixedTableRef<'a> {
         self.grid.rows * self.grid.cols
     }
 
-    fn grid_angles(&self) -> Angles<'a> {
+    fn grid_angles(&self) -> Mixed<'a> {
         self.angles(Positions2d::Grid {
             cols: self.grid.cols,
         })

@@ -5,11 +5,11 @@
 use core::fmt;
 
 use crate::apply::{self, Plan};
-use crate::backend::{Angles, Backend, Positions1d};
+use crate::backend::{Backend, Positions1d, Table1d};
 use crate::config::{Direction, Layout, Rope1d, Shape};
 use crate::dims::{Dim, HeadDim};
 use crate::error::Error;
-use crate::freq::{AxisMap, Schedule, fill_axis};
+use crate::freq::{Schedule1d, fill_1d};
 
 fn rope1d_entries(head_dim: usize, positions: usize) -> Result<usize, Error> {
     if head_dim == 0 || !head_dim.is_multiple_of(2) {
@@ -25,18 +25,13 @@ fn rope1d_entries(head_dim: usize, positions: usize) -> Result<usize, Error> {
 }
 
 fn build_rope1d(out: &mut [[f32; 2]], config: &Rope1d, head_dim: usize) -> Result<(), Error> {
-    let schedule = Schedule::with_precision(
+    let schedule = Schedule1d::new(
         config.base,
         config.freq_scale,
         head_dim / 2,
         config.precision,
     )?;
-    fill_axis(
-        out,
-        head_dim / 2,
-        AxisMap::new(crate::Coords::Index, 1, 0)?,
-        schedule.iter(),
-    );
+    fill_1d(out, head_dim / 2, schedule);
     Ok(())
 }
 
@@ -141,16 +136,15 @@ impl<'a> Rope1dTableRef<'a> {
 
     /// `[cos, sin]` of position `position`'s angles, `d/2` entries (`None` outside the table).
     pub fn entries(&self, position: usize) -> Option<&'a [[f32; 2]]> {
-        self.table
-            .chunks_exact(self.plan.head_dim / 2)
-            .nth(position)
+        let width = self.plan.head_dim / 2;
+        self.table.get(position.checked_mul(width)?..)?.get(..width)
     }
 
-    fn angles<'t>(&self, positions: Positions1d<'t>) -> Angles<'t>
+    fn angles<'t>(&self, positions: Positions1d<'t>) -> Table1d<'t>
     where
         'a: 't,
     {
-        Angles::Table1d {
+        Table1d {
             table: self.table,
             positions,
         }

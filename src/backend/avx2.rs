@@ -31,7 +31,7 @@ use core::arch::x86_64::{
     _mm256_permute4x64_pd, _mm256_shuffle_ps, _mm256_storeu_ps, _mm256_sub_ps, _mm256_add_ps,
 };
 
-use super::{Job, Kernel, drive};
+use super::{AngleSource, Job, Kernel, drive};
 use crate::config::{Direction, Layout};
 
 /// The kernel type. Private to this module and never constructed: its methods are only
@@ -74,7 +74,7 @@ pub(crate) fn is_available() -> bool {
     }
 }
 
-pub(crate) fn run(job: Job<'_, '_>) {
+pub(crate) fn run<A: AngleSource>(job: Job<'_, A>) {
     if is_available() {
         // SAFETY: the CPU supports AVX2 and FMA, checked just above.
         unsafe { run_avx2(job) }
@@ -91,8 +91,8 @@ pub(crate) fn run(job: Job<'_, '_>) {
 ///
 /// The CPU must support AVX2 and FMA.
 #[target_feature(enable = "avx2,fma")]
-unsafe fn run_avx2(job: Job<'_, '_>) {
-    drive::<Avx2>(job);
+unsafe fn run_avx2<A: AngleSource>(job: Job<'_, A>) {
+    drive::<Avx2, A>(job);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ use core::arch::aarch64::{
     vst1q_f32, vsubq_f32, vtrn1_f32, vtrn1q_f32, vtrn2_f32, vtrn2q_f32,
 };
 
-use super::{Job, Kernel, drive};
+use super::{AngleSource, Job, Kernel, drive};
 use crate::config::{Direction, Layout};
 
 /// The kernel type. Private to this module and never constructed: its methods are only
@@ -48,7 +48,7 @@ pub(crate) fn is_available() -> bool {
     }
 }
 
-pub(crate) fn run(job: Job<'_, '_>) {
+pub(crate) fn run<A: AngleSource>(job: Job<'_, A>) {
     if is_available() {
         // SAFETY: the CPU supports NEON, checked just above.
         unsafe { run_neon(job) }
@@ -64,8 +64,8 @@ pub(crate) fn run(job: Job<'_, '_>) {
 ///
 /// The CPU must support NEON.
 #[target_feature(enable = "neon")]
-unsafe fn run_neon(job: Job<'_, '_>) {
-    drive::<Neon>(job);
+unsafe fn run_neon<A: AngleSource>(job: Job<'_, A>) {
+    drive::<Neon, A>(job);
 }
 
 /// Sign pattern applied to the duplicated sines: forward `[−1, 1, −1, 1]`, inverse negated.

@@ -15,7 +15,7 @@
 
 use wide::f32x8;
 
-use super::{Job, Kernel, drive};
+use super::{AngleSource, Job, Kernel, drive};
 use crate::config::{Direction, Layout};
 
 /// The kernel type; never constructed.
@@ -25,8 +25,8 @@ pub(crate) fn is_available() -> bool {
     true
 }
 
-pub(crate) fn run(job: Job<'_, '_>) {
-    drive::<Portable>(job);
+pub(crate) fn run<A: AngleSource>(job: Job<'_, A>) {
+    drive::<Portable, A>(job);
 }
 
 /// `[−1, 1, −1, 1, …]` for the forward direction, its negation for the inverse.

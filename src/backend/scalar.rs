@@ -3,7 +3,7 @@
 //! Each output is `a·c − b·s` / `a·s + b·c` with two roundings per product and one per sum
 //! (no fused multiply-add), so results are the same on every target.
 
-use super::{Job, Kernel, drive};
+use super::{AngleSource, Job, Kernel, drive};
 use crate::config::{Direction, Layout};
 
 pub(crate) struct Scalar;
@@ -12,8 +12,8 @@ pub(crate) fn is_available() -> bool {
     true
 }
 
-pub(crate) fn run(job: Job<'_, '_>) {
-    drive::<Scalar>(job);
+pub(crate) fn run<A: AngleSource>(job: Job<'_, A>) {
+    drive::<Scalar, A>(job);
 }
 
 #[inline(always)]
@@ -32,6 +32,40 @@ fn sum([ca, sa]: [f32; 2], [cb, sb]: [f32; 2]) -> [f32; 2] {
     [ca * cb - sa * sb, sa * cb + ca * sb]
 }
 
+/// The reference loop in plain Rust (on M-profile FPUs, `cortex_m.rs` runs the same
+/// arithmetic as a hand-scheduled loop).
+#[cfg_attr(
+    all(target_arch = "arm", target_abi = "eabihf", not(target_has_atomic = "64")),
+    allow(dead_code)
+)]
+#[inline(always)]
+fn rotate_pairs_rust(
+    x: &mut [f32],
+    head_dim: usize,
+    layout: Layout,
+    first_pair: usize,
+    angles: &[[f32; 2]],
+    dir: Direction,
+) {
+    for head in x.chunks_exact_mut(head_dim) {
+        match layout {
+            Layout::Interleaved => {
+                let pairs = head.as_chunks_mut::<2>().0.iter_mut().skip(first_pair);
+                for ([a, b], &cs) in pairs.zip(angles) {
+                    rotate(a, b, cs, dir);
+                }
+            }
+            Layout::Half => {
+                let (lo, hi) = head.split_at_mut(head_dim / 2);
+                let pairs = lo.iter_mut().zip(hi.iter_mut()).skip(first_pair);
+                for ((a, b), &cs) in pairs.zip(angles) {
+                    rotate(a, b, cs, dir);
+                }
+            }
+        }
+    }
+}
+
 impl Kernel for Scalar {
     #[inline(always)]
     fn rotate_pairs(
@@ -42,23 +76,10 @@ impl Kernel for Scalar {
         angles: &[[f32; 2]],
         dir: Direction,
     ) {
-        for head in x.chunks_exact_mut(head_dim) {
-            match layout {
-                Layout::Interleaved => {
-                    let pairs = head.as_chunks_mut::<2>().0.iter_mut().skip(first_pair);
-                    for ([a, b], &cs) in pairs.zip(angles) {
-                        rotate(a, b, cs, dir);
-                    }
-                }
-                Layout::Half => {
-                    let (lo, hi) = head.split_at_mut(head_dim / 2);
-                    let pairs = lo.iter_mut().zip(hi.iter_mut()).skip(first_pair);
-                    for ((a, b), &cs) in pairs.zip(angles) {
-                        rotate(a, b, cs, dir);
-                    }
-                }
-            }
-        }
+        #[cfg(all(target_arch = "arm", target_abi = "eabihf", not(target_has_atomic = "64")))]
+        super::cortex_m::rotate_pairs(x, head_dim, layout, first_pair, angles, dir);
+        #[cfg(not(all(target_arch = "arm", target_abi = "eabihf", not(target_has_atomic = "64"))))]
+        rotate_pairs_rust(x, head_dim, layout, first_pair, angles, dir);
     }
 
     #[inline(always)]
