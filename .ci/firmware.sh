@@ -127,9 +127,8 @@ while read -r what units insns; do
     printf '  %-16s %8d instructions for %6d units = %.2f per unit\n' \
         "$what" "$insns" "$units" "$(awk -v a="$insns" -v b="$units" 'BEGIN { print a / b }')"
 done <"$work/measured.txt"
-budget "instructions per rotated pair (cortex-m backend, rotate_at)" "$(per pairs)" $MAX_INSNS_PER_PAIR instructions
-budget "instructions per (cos, sin) entry (AxialTable::<64,14,14>::new)" "$(per table_entries)" $MAX_INSNS_PER_ENTRY instructions
-echo "  (scalar backend on the same call, for comparison: $(per scalar_pairs) per pair)"
+budget "instructions per rotated pair (scalar backend, rotate_qk, whole grid)" "$(per pairs)" $MAX_INSNS_PER_PAIR instructions
+budget "instructions per (cos, sin) entry (AxialTableRef::build, 14x14, d = 64)" "$(per table_entries)" $MAX_INSNS_PER_ENTRY instructions
 
 # --- sizes and panic paths -------------------------------------------------------------------
 echo "== what the example pulls from rope2d (call graph of calls::*)"
@@ -149,6 +148,12 @@ if $NM "$ELF" | grep -Eq 'rem_pio2|[^a-z_](sinf|cosf|sin|cos)$'; then
 else
     echo "check ok     no libm sinf/cosf and no rem_pio2 (large-argument reduction) in the image"
 fi
+# For information: every rope2d function in the image, also those reached only indirectly
+# (`Error`'s `Display`, called through `core::fmt` when the example prints an error).
+echo "  all rope2d functions in the image: $($NM -S -C --defined-only "$ELF" | python3 -c '
+import sys
+print(sum(int(f[1], 16) for f in (l.split(None, 3) for l in sys.stdin)
+          if len(f) == 4 and f[2] in "tT" and f[3].lstrip("<").startswith("rope2d::")))') bytes"
 echo "  whole firmware image (golden data, formatting, semihosting included):"
 arm-none-eabi-size "$ELF" | sed 's/^/    /'
 grep '^table: ' "$work/run.txt" | sed 's/^/  RAM of the 14x14, d = 64 /'

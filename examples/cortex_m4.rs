@@ -10,19 +10,30 @@
 //! With `--features defmt` the same output goes out as defmt frames, for `defmt-print`.
 //! `.ci/firmware.sh` runs both and measures the instruction and size budgets on this image.
 //!
-//! On the device:
+//! On the device, as a real firmware would use the crate — the table built once with
+//! `AxialTableRef::build` into a `static` the firmware owns, whole grids rotated with
+//! `rotate_qk`:
 //! - the 14×14, d = 64, base-100 table of the seed convention (interleaved pairs, column
-//!   first), built without `f64` or `libm`;
+//!   first), built without `f64` or `libm` (measured: instructions per entry);
 //! - q = the golden input of `tests/golden/seed_axial_d64_14x14_b100.json` (2 heads), which
-//!   holds the tokens `t = row·14 + col` with `t % 3 == 0` and `t = 195`: 66 of the 196 grid
-//!   tokens, rotated with `rotate_at` at their grid positions; k = the same tokens with their
-//!   two heads swapped. Both are compared with the file's `expected_ref` (≤ 1e-5) and
-//!   `expected_f64` (≤ 4e-6). The file is parsed by `const fn`s at compile time
-//!   (`include_bytes!`): the firmware reads no files;
-//! - the inverse, relativity `<R(p)q, R(p')k> = <R(p−m)q, R(p'−m)k>`, `rotate_head` against
-//!   `rotate_at`, the runtime-shaped `AxialTableRef::build` against `AxialTable::new`, and the
-//!   Cortex-M backend against the scalar reference (both layouts, both directions, a head
-//!   dimension that leaves a remainder) within its stated bound.
+//!   holds the tokens `t = row·14 + col` with `t % 3 == 0` and `t = 195`: the 66 golden tokens
+//!   are scattered to their positions in a whole-grid buffer (the other tokens are copies of
+//!   golden tokens), k = the same with the two heads swapped; both rotated by one `rotate_qk`
+//!   (measured: instructions per pair), and the golden tokens read back and compared with the
+//!   file's `expected_ref` (≤ 1e-5) and `expected_f64` (≤ 4e-6). The file is parsed by
+//!   `const fn`s at compile time (`include_bytes!`): the firmware reads no files;
+//! - the inverse (`rotate_qk` with `Direction::Inverse`) restores q and k;
+//! - the hand-scheduled `vmul`/`vmla` kernel against a plain-Rust evaluation of
+//!   `fl(fl(a·c) − fl(b·s))`, `fl(fl(b·c) + fl(a·s))` with the table's own entries
+//!   (`row_entries`/`col_entries`), bit for bit: both layouts (and axis orders), both
+//!   directions, and d = 20 with 3 heads (a 4-pair step plus a remainder);
+//! - relativity: with the same q at every grid position and the same k at every position,
+//!   `<R(p)q, R(p')k>` depends on `p' − p` only (one whole-grid rotation, checked for every
+//!   `p` at several displacements);
+//! - a call with a short k is refused and leaves q and k untouched.
+//!
+//! Every rope2d call sits in `mod calls`, which `.ci/firmware.sh` measures for size (with
+//! everything it reaches) and checks for panic paths.
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 #[cfg(not(target_os = "none"))]
@@ -40,8 +51,7 @@ mod firmware {
     // The defmt logger (semihosting); linked in both builds so one linker setup serves both.
     use defmt_semihosting as _;
     use rope2d::{
-        Axial2d, AxialTable, AxialTableRef, AxisOrder, Backend, Direction, Error, Grid, GridPos,
-        Layout, Shape,
+        Axial2d, AxialTableRef, AxisOrder, Backend, Direction, Error, Grid, Layout, Shape,
     };
 
     #[cfg(not(feature = "defmt"))]
@@ -267,22 +277,23 @@ mod firmware {
 
     /// The seed convention: interleaved pairs, pairs 0 .. d/4 rotated by the column, base 100.
     const SEED: Axial2d = Axial2d::new(Layout::Interleaved, AxisOrder::ColFirst, 100.0);
-    type SeedTable = AxialTable<D, SIDE, SIDE>;
-    const VALUES: usize = TOKENS * TOKEN_LEN;
+    /// The other layout and axis order, for the kernel checks.
+    const HALF: Axial2d = Axial2d::new(Layout::Half, AxisOrder::RowFirst, 100.0);
+    const GRID: Grid = Grid::new(SIDE, SIDE);
+    /// `(rows + cols) · d/4` `[cos, sin]` entries: 3 584 B.
+    const ENTRIES: usize = (SIDE + SIDE) * D / 4;
+    /// Values of a whole-grid `[196 tokens][2 heads][64]` buffer.
+    const GRID_VALUES: usize = SIDE * SIDE * TOKEN_LEN;
     const SHAPE: Shape = Shape::heads(HEADS);
 
     /// Every call into rope2d, each in its own function: `.ci/firmware.sh` measures these
-    /// (and all they call) for size and checks them for panic paths.
+    /// (and all they call) for size and checks them for panic paths. The firmware builds its
+    /// table in storage it owns and rotates whole grids: the lean set a real firmware needs.
     mod calls {
         use super::*;
 
         #[inline(never)]
-        pub fn build_table(config: &Axial2d) -> Result<SeedTable, Error> {
-            SeedTable::new(config)
-        }
-
-        #[inline(never)]
-        pub fn build_ref<'a>(
+        pub fn build<'a>(
             storage: &'a mut [[f32; 2]],
             config: &Axial2d,
             head_dim: usize,
@@ -292,34 +303,29 @@ mod firmware {
         }
 
         #[inline(never)]
-        pub fn rotate_at(
+        pub fn rotate_qk(
             table: &AxialTableRef<'_>,
-            x: &mut [f32],
-            shape: Shape,
-            positions: &[GridPos],
-            dir: Direction,
-        ) -> Result<(), Error> {
-            table.rotate_at(x, shape, positions, dir)
-        }
-
-        #[inline(never)]
-        pub fn rotate_head(
-            table: &AxialTableRef<'_>,
-            head: &mut [f32],
-            pos: GridPos,
-            dir: Direction,
-        ) -> Result<(), Error> {
-            table.rotate_head(head, pos, dir)
-        }
-
-        #[inline(never)]
-        pub fn rotate(
-            table: &AxialTableRef<'_>,
-            x: &mut [f32],
+            q: &mut [f32],
+            k: &mut [f32],
             shape: Shape,
             dir: Direction,
         ) -> Result<(), Error> {
-            table.rotate(x, shape, dir)
+            table.rotate_qk(q, k, shape, dir)
+        }
+
+        #[inline(never)]
+        pub fn row_entries<'a>(table: &AxialTableRef<'a>, row: usize) -> Option<&'a [[f32; 2]]> {
+            table.row_entries(row)
+        }
+
+        #[inline(never)]
+        pub fn col_entries<'a>(table: &AxialTableRef<'a>, col: usize) -> Option<&'a [[f32; 2]]> {
+            table.col_entries(col)
+        }
+
+        #[inline(never)]
+        pub fn backend(table: &AxialTableRef<'_>) -> Backend {
+            table.backend()
         }
     }
 
@@ -368,78 +374,123 @@ mod firmware {
             .fold(0.0, f32::max)
     }
 
-    /// `k`: the golden tokens with their two heads swapped, and the same for an output.
+    /// The token's values with its two heads swapped (`k` is `q` with swapped heads).
     fn swap_heads(from: &[f32], to: &mut [f32]) {
-        for (src, dst) in from
-            .chunks_exact(TOKEN_LEN)
-            .zip(to.chunks_exact_mut(TOKEN_LEN))
+        let (lo, hi) = to.split_at_mut(D);
+        lo.copy_from_slice(&from[D..]);
+        hi.copy_from_slice(&from[..D]);
+    }
+
+    /// Whole-grid q and k: the 66 golden tokens scattered to their grid positions, every
+    /// other token a copy of a golden token (so that every pair is rotated by something),
+    /// k with the heads swapped.
+    fn scatter(q: &mut [f32], k: &mut [f32]) {
+        for (t, (qt, kt)) in q
+            .chunks_exact_mut(TOKEN_LEN)
+            .zip(k.chunks_exact_mut(TOKEN_LEN))
+            .enumerate()
         {
-            dst[..D].copy_from_slice(&src[D..]);
-            dst[D..].copy_from_slice(&src[..D]);
+            let golden = POSITIONS
+                .iter()
+                .position(|p| p.row as usize * SIDE + p.col as usize == t)
+                .unwrap_or(t % TOKENS);
+            let src = &INPUT[golden * TOKEN_LEN..][..TOKEN_LEN];
+            qt.copy_from_slice(src);
+            swap_heads(src, kt);
         }
     }
 
-    /// The largest `|cortex-m − scalar| / (2⁻²² · (|a| + |b|))` over all outputs, `(a, b)`
-    /// the input pair of each output; the backend's stated bound holds when it is ≤ 1.
-    fn fma_bound_ratio(
-        input: &[f32],
-        fast: &[f32],
-        exact: &[f32],
-        head_dim: usize,
-        layout: Layout,
-    ) -> f32 {
-        let unit = f32::EPSILON / 2.0; // 2⁻²⁴; the bound is 4 units of |a| + |b|
+    /// The golden tokens of a rotated whole-grid q (and k): worst difference from
+    /// `expected` (for k, with the heads of `expected` swapped).
+    fn golden_diff(x: &[f32], expected: &[f32], swapped: bool) -> f32 {
         let mut worst = 0f32;
-        for ((x, f), e) in input
-            .chunks_exact(head_dim)
-            .zip(fast.chunks_exact(head_dim))
-            .zip(exact.chunks_exact(head_dim))
-        {
-            for k in 0..head_dim / 2 {
-                let (ia, ib) = match layout {
-                    Layout::Interleaved => (2 * k, 2 * k + 1),
-                    _ => (k, k + head_dim / 2),
-                };
-                let scale = 4.0 * unit * (x[ia].abs() + x[ib].abs()) + f32::MIN_POSITIVE;
-                worst = worst
-                    .max((f[ia] - e[ia]).abs() / scale)
-                    .max((f[ib] - e[ib]).abs() / scale);
+        let mut want = [0f32; TOKEN_LEN];
+        for (pos, exp) in POSITIONS.iter().zip(expected.chunks_exact(TOKEN_LEN)) {
+            let t = pos.row as usize * SIDE + pos.col as usize;
+            if swapped {
+                swap_heads(exp, &mut want);
+            } else {
+                want.copy_from_slice(exp);
             }
+            worst = worst.max(worst_diff(&x[t * TOKEN_LEN..][..TOKEN_LEN], &want));
         }
         worst
     }
 
-    /// Runs `table` on `input` with the Cortex-M and the scalar backend in both directions
-    /// and checks the bound between them.
-    fn compare_backends(
+    /// Outputs of a grid rotation that differ in any bit from the plain-Rust evaluation
+    /// `a' = fl(fl(a·c) − fl(b·s))`, `b' = fl(fl(b·c) + fl(a·s))` (inverse: `s → −s`) with
+    /// the table's own entries; `u32::MAX` when an entry cannot be read.
+    fn kernel_mismatches(
+        table: &AxialTableRef<'_>,
+        config: &Axial2d,
+        (head_dim, heads, cols): (usize, usize, usize),
+        input: &[f32],
+        output: &[f32],
+        dir: Direction,
+    ) -> u32 {
+        let (half, quarter) = (head_dim / 2, head_dim / 4);
+        let mut mismatches = 0;
+        for (t, (x, y)) in input
+            .chunks_exact(heads * head_dim)
+            .zip(output.chunks_exact(heads * head_dim))
+            .enumerate()
+        {
+            let (Some(row), Some(col)) = (
+                calls::row_entries(table, t / cols),
+                calls::col_entries(table, t % cols),
+            ) else {
+                return u32::MAX;
+            };
+            let (first, second) = match config.axis_order {
+                AxisOrder::ColFirst => (col, row),
+                AxisOrder::RowFirst => (row, col),
+            };
+            for (x, y) in x.chunks_exact(head_dim).zip(y.chunks_exact(head_dim)) {
+                for pair in 0..half {
+                    let [c, s] = if pair < quarter {
+                        first[pair]
+                    } else {
+                        second[pair - quarter]
+                    };
+                    let (ia, ib) = match config.layout {
+                        Layout::Interleaved => (2 * pair, 2 * pair + 1),
+                        Layout::Half => (pair, pair + half),
+                    };
+                    let (a, b) = (x[ia], x[ib]);
+                    let (a2, b2) = match dir {
+                        Direction::Forward => (a * c - b * s, b * c + a * s),
+                        Direction::Inverse => (a * c + b * s, b * c - a * s),
+                    };
+                    if a2.to_bits() != y[ia].to_bits() || b2.to_bits() != y[ib].to_bits() {
+                        mismatches += 1;
+                    }
+                }
+            }
+        }
+        mismatches
+    }
+
+    /// Rotates `q`, `k` (copies of `q0`, `k0`) with `table` in `dir` and counts the outputs
+    /// that differ from the plain-Rust evaluation.
+    #[allow(clippy::too_many_arguments)]
+    fn check_kernel(
         tally: &mut Tally,
         what: &str,
-        table: AxialTableRef<'_>,
-        input: &[f32],
-        shape: Shape,
-        positions: &[GridPos],
-        (fast, exact): (&mut [f32], &mut [f32]),
+        (table, config): (&AxialTableRef<'_>, &Axial2d),
+        shape: (usize, usize, usize),
+        (q0, k0): (&[f32], &[f32]),
+        (q, k): (&mut [f32], &mut [f32]),
+        dir: Direction,
     ) {
-        let (Ok(cm), Ok(scalar)) = (
-            table.with_backend(Backend::CortexM),
-            table.with_backend(Backend::Scalar),
-        ) else {
-            tally.error(what, Error::BackendUnavailable);
-            return;
-        };
-        for dir in [Direction::Forward, Direction::Inverse] {
-            fast.copy_from_slice(input);
-            exact.copy_from_slice(input);
-            let ran = calls::rotate_at(&cm, fast, shape, positions, dir)
-                .and_then(|()| calls::rotate_at(&scalar, exact, shape, positions, dir));
-            match ran {
-                Ok(()) => {
-                    let ratio =
-                        fma_bound_ratio(input, fast, exact, table.head_dim(), table.layout());
-                    tally.check(ratio <= 1.0, what, ratio, 1.0);
-                }
-                Err(e) => tally.error(what, e),
+        q.copy_from_slice(q0);
+        k.copy_from_slice(k0);
+        match calls::rotate_qk(table, q, k, Shape::heads(shape.1), dir) {
+            Ok(()) => {
+                let n = kernel_mismatches(table, config, shape, q0, q, dir)
+                    .saturating_add(kernel_mismatches(table, config, shape, k0, k, dir));
+                tally.check(n == 0, what, n as f32, 0.0);
             }
+            Err(e) => tally.error(what, e),
         }
     }
 
@@ -458,265 +509,186 @@ mod firmware {
             TOKENS
         );
 
-        // The table, measured twice: built in place in caller storage (the cost of the
-        // entries), and as an `AxialTable` returned by value (plus zeroing and moving 3.5 KB).
-        let mut storage = [[0f32; 2]; SeedTable::ENTRIES];
+        // The table lives in a `static` the firmware owns (3 584 B), built in place.
+        let Some(storage) = cortex_m::singleton!(: [[f32; 2]; ENTRIES] = [[0.0; 2]; ENTRIES])
+        else {
+            tally.check(false, "table storage", 0.0, 0.0);
+            finish(tally)
+        };
         measure_begin();
-        let in_place = calls::build_ref(&mut storage, &SEED, D, Grid::new(SIDE, SIDE)).is_ok();
+        let built = calls::build(storage, &SEED, D, GRID);
         measure_end();
-        say!("measure: table_entries {}", SeedTable::ENTRIES);
-        tally.check(in_place, "AxialTableRef::build (14x14, d = 64)", 0.0, 0.0);
-        measure_begin();
-        let built = calls::build_table(&SEED);
-        measure_end();
-        say!("measure: table_entries_by_value {}", SeedTable::ENTRIES);
+        say!("measure: table_entries {}", ENTRIES);
         let table = match built {
             Ok(table) => table,
             Err(e) => {
-                tally.error("build the 14x14 d=64 table", e);
+                tally.error("AxialTableRef::build (14x14, d = 64)", e);
                 finish(tally)
             }
         };
-        let view = table.view();
+        let backend = calls::backend(&table);
         say!(
-            "table: {} B of (cos, sin) entries ({} entries), {} B with its configuration, backend {}",
-            SeedTable::BYTES,
-            SeedTable::ENTRIES,
-            core::mem::size_of::<SeedTable>(),
-            view.backend().name()
+            "table: {} B of (cos, sin) entries ({} entries), backend {}",
+            ENTRIES * 8,
+            ENTRIES,
+            backend.name()
         );
-        let auto_ok = view.backend() == Backend::CortexM;
-        tally.check(auto_ok, "Backend::auto() is cortex-m", 0.0, 0.0);
+        tally.check(
+            backend == Backend::Scalar,
+            "Backend::auto() is scalar",
+            0.0,
+            0.0,
+        );
 
-        // q and k, rotated at the golden positions (q measured).
-        let mut q = [0f32; VALUES];
-        let mut k = [0f32; VALUES];
-        q.copy_from_slice(&INPUT);
-        swap_heads(&INPUT, &mut k);
+        // q and k over the whole grid, rotated together (measured).
+        let mut q0 = [0f32; GRID_VALUES];
+        let mut k0 = [0f32; GRID_VALUES];
+        scatter(&mut q0, &mut k0);
+        let (mut q, mut k) = (q0, k0);
         measure_begin();
-        let rotated_q = calls::rotate_at(&view, &mut q, SHAPE, &POSITIONS, Direction::Forward);
+        let rotated = calls::rotate_qk(&table, &mut q, &mut k, SHAPE, Direction::Forward);
         measure_end();
-        say!("measure: pairs_rotate_at {}", VALUES / 2);
-        let rotated_k = calls::rotate_at(&view, &mut k, SHAPE, &POSITIONS, Direction::Forward);
-        let mut want = [0f32; VALUES];
-        match rotated_q.and(rotated_k) {
+        say!("measure: pairs {}", GRID_VALUES);
+        match rotated {
             Ok(()) => {
-                let w = worst_diff(&q, &EXPECTED_REF);
+                let w = golden_diff(&q, &EXPECTED_REF, false);
                 tally.check(w <= 1e-5, "q vs expected_ref", w, 1e-5);
-                let w = worst_diff(&q, &EXPECTED_F64);
+                let w = golden_diff(&q, &EXPECTED_F64, false);
                 tally.check(w <= 4e-6, "q vs expected_f64", w, 4e-6);
-                swap_heads(&EXPECTED_REF, &mut want);
-                let w = worst_diff(&k, &want);
+                let w = golden_diff(&k, &EXPECTED_REF, true);
                 tally.check(w <= 1e-5, "k vs expected_ref (heads swapped)", w, 1e-5);
-                swap_heads(&EXPECTED_F64, &mut want);
-                let w = worst_diff(&k, &want);
+                let w = golden_diff(&k, &EXPECTED_F64, true);
                 tally.check(w <= 4e-6, "k vs expected_f64 (heads swapped)", w, 4e-6);
             }
-            Err(e) => tally.error("rotate q and k", e),
-        }
-
-        // The scalar reference on the same data (measured, for comparison).
-        let mut scalar_q = [0f32; VALUES];
-        scalar_q.copy_from_slice(&INPUT);
-        match view.with_backend(Backend::Scalar) {
-            Ok(scalar) => {
-                let ran = calls::rotate_at(
-                    &scalar,
-                    &mut scalar_q,
-                    SHAPE,
-                    &POSITIONS,
-                    Direction::Forward,
-                );
-                match ran {
-                    Ok(()) => {
-                        let w = worst_diff(&scalar_q, &EXPECTED_REF);
-                        tally.check(w <= 1e-5, "scalar backend vs expected_ref", w, 1e-5);
-                        let ratio = fma_bound_ratio(&INPUT, &q, &scalar_q, D, Layout::Interleaved);
-                        tally.check(
-                            ratio <= 1.0,
-                            "cortex-m vs scalar, in units of the bound",
-                            ratio,
-                            1.0,
-                        );
-                    }
-                    Err(e) => tally.error("scalar backend", e),
-                }
-            }
-            Err(e) => tally.error("scalar backend", e),
-        }
-
-        // rotate_head token by token gives the bits of rotate_at.
-        let mut per_head = [0f32; VALUES];
-        per_head.copy_from_slice(&INPUT);
-        let mut head_result = Ok(());
-        for (token, &pos) in per_head.chunks_exact_mut(TOKEN_LEN).zip(POSITIONS.iter()) {
-            for head in token.chunks_exact_mut(D) {
-                head_result =
-                    head_result.and(calls::rotate_head(&view, head, pos, Direction::Forward));
-            }
-        }
-        match head_result {
-            Ok(()) => {
-                let w = worst_diff(&per_head, &q);
-                tally.check(w == 0.0, "rotate_head == rotate_at", w, 0.0);
-            }
-            Err(e) => tally.error("rotate_head", e),
+            Err(e) => tally.error("rotate_qk", e),
         }
 
         // The inverse undoes the rotation.
-        match calls::rotate_at(&view, &mut q, SHAPE, &POSITIONS, Direction::Inverse) {
+        match calls::rotate_qk(&table, &mut q, &mut k, SHAPE, Direction::Inverse) {
             Ok(()) => {
-                let w = worst_diff(&q, &INPUT);
-                tally.check(w <= 1e-5, "inverse(forward(q)) == q", w, 1e-5);
+                let w = worst_diff(&q, &q0).max(worst_diff(&k, &k0));
+                tally.check(w <= 1e-5, "inverse(forward(q, k)) == (q, k)", w, 1e-5);
             }
             Err(e) => tally.error("inverse", e),
         }
 
-        // Relativity: <R(p)q, R(p')k> depends only on p' − p. For consecutive golden tokens,
-        // shift both positions by m = their component-wise minimum and compare.
-        let mut worst_rel = 0f32;
-        let mut relativity = Ok(());
-        for t in 0..TOKENS - 1 {
-            let (p, p2) = (POSITIONS[t], POSITIONS[t + 1]);
-            let m = GridPos::new(p.row.min(p2.row), p.col.min(p2.col));
-            let shifted = |x: GridPos| GridPos::new(x.row - m.row, x.col - m.col);
-            let q0 = &INPUT[t * TOKEN_LEN..][..D];
-            let k0 = &INPUT[(t + 1) * TOKEN_LEN + D..][..D];
-            let mut dots = [0f32; 2];
-            for (dot, (pq, pk)) in dots.iter_mut().zip([(p, p2), (shifted(p), shifted(p2))]) {
-                let (mut qh, mut kh) = ([0f32; D], [0f32; D]);
-                qh.copy_from_slice(q0);
-                kh.copy_from_slice(k0);
-                relativity = relativity
-                    .and(calls::rotate_head(&view, &mut qh, pq, Direction::Forward))
-                    .and(calls::rotate_head(&view, &mut kh, pk, Direction::Forward));
-                *dot = qh.iter().zip(&kh).map(|(a, b)| a * b).sum();
-            }
-            let scale: f32 = q0.iter().zip(k0).map(|(a, b)| (a * b).abs()).sum();
-            worst_rel = worst_rel.max((dots[0] - dots[1]).abs() / scale);
-        }
-        match relativity {
-            Ok(()) => tally.check(
-                worst_rel <= 1e-5,
-                "relativity <R(p)q,R(p')k> = <R(p-m)q,R(p'-m)k> (relative to sum|q||k|)",
-                worst_rel,
-                1e-5,
-            ),
-            Err(e) => tally.error("relativity", e),
-        }
-
-        // The runtime-shaped table holds the same bits.
-        match calls::build_ref(&mut storage, &SEED, D, Grid::new(SIDE, SIDE)) {
-            Ok(runtime) => {
-                let same = (0..SIDE).all(|i| {
-                    runtime.row_entries(i) == view.row_entries(i)
-                        && runtime.col_entries(i) == view.col_entries(i)
-                });
-                tally.check(same, "AxialTableRef::build == AxialTable::new", 0.0, 0.0);
-            }
-            Err(e) => tally.error("AxialTableRef::build", e),
-        }
-
-        // The Cortex-M backend against scalar: every variant of its loop.
-        let mut fast = [0f32; VALUES];
-        compare_backends(
-            &mut tally,
-            "cortex-m vs scalar: interleaved",
-            view,
-            &INPUT,
-            SHAPE,
-            &POSITIONS,
-            (&mut fast, &mut scalar_q),
-        );
-        let half_config = Axial2d::new(Layout::Half, AxisOrder::RowFirst, 100.0);
-        match calls::build_table(&half_config) {
-            Ok(half) => compare_backends(
+        // The hand-scheduled kernel against the plain-Rust evaluation, bit for bit: both
+        // layouts (and axis orders), both directions, and d = 20 (5 pairs per section: a
+        // 4-pair step plus a remainder) with 3 heads.
+        let seed_shape = (D, HEADS, SIDE);
+        for dir in [Direction::Forward, Direction::Inverse] {
+            check_kernel(
                 &mut tally,
-                "cortex-m vs scalar: half layout",
-                half.view(),
-                &INPUT,
-                SHAPE,
-                &POSITIONS,
-                (&mut fast, &mut scalar_q),
-            ),
+                "kernel == plain Rust, interleaved, column first (mismatching outputs)",
+                (&table, &SEED),
+                seed_shape,
+                (&q0, &k0),
+                (&mut q, &mut k),
+                dir,
+            );
+        }
+        let mut half_storage = [[0f32; 2]; ENTRIES];
+        match calls::build(&mut half_storage, &HALF, D, GRID) {
+            Ok(half) => {
+                for dir in [Direction::Forward, Direction::Inverse] {
+                    check_kernel(
+                        &mut tally,
+                        "kernel == plain Rust, half, row first (mismatching outputs)",
+                        (&half, &HALF),
+                        seed_shape,
+                        (&q0, &k0),
+                        (&mut q, &mut k),
+                        dir,
+                    );
+                }
+            }
             Err(e) => tally.error("half-layout table", e),
         }
-        // d = 20: 5 pairs per section, so one 4-pair step and one single pair; 3 heads, a
-        // 2 x 3 grid visited in reverse.
         const SMALL_D: usize = 20;
         const SMALL_GRID: Grid = Grid::new(2, 3);
-        const SMALL_VALUES: usize = 6 * 3 * SMALL_D;
-        let reversed: [GridPos; 6] =
-            core::array::from_fn(|i| GridPos::new(1 - i as u32 / 3, 2 - i as u32 % 3));
-        for config in [SEED, half_config] {
-            let mut storage = [[0f32; 2]; (2 + 3) * SMALL_D / 4];
-            match calls::build_ref(&mut storage, &config, SMALL_D, SMALL_GRID) {
-                Ok(small) => compare_backends(
-                    &mut tally,
-                    "cortex-m vs scalar: d = 20, 3 heads (4-pair steps + remainder)",
-                    small,
-                    &INPUT[..SMALL_VALUES],
-                    Shape::heads(3),
-                    &reversed,
-                    (&mut fast[..SMALL_VALUES], &mut scalar_q[..SMALL_VALUES]),
-                ),
+        const SMALL_VALUES: usize = 2 * 3 * 3 * SMALL_D;
+        for config in [SEED, HALF] {
+            let mut small_storage = [[0f32; 2]; (2 + 3) * SMALL_D / 4];
+            match calls::build(&mut small_storage, &config, SMALL_D, SMALL_GRID) {
+                Ok(small) => {
+                    for dir in [Direction::Forward, Direction::Inverse] {
+                        check_kernel(
+                            &mut tally,
+                            "kernel == plain Rust, d = 20, 3 heads (mismatching outputs)",
+                            (&small, &config),
+                            (SMALL_D, 3, 3),
+                            (&q0[..SMALL_VALUES], &k0[..SMALL_VALUES]),
+                            (&mut q[..SMALL_VALUES], &mut k[..SMALL_VALUES]),
+                            dir,
+                        );
+                    }
+                }
                 Err(e) => tally.error("d = 20 table", e),
             }
         }
 
-        // Whole-grid rotation (`rotate`, row-major tokens) agrees with rotate_at on the same
-        // positions, and an invalid call is refused without touching the buffer.
-        // (The whole grid, 196 tokens x 2 heads, measured for both backends.)
-        let mut grid_x = [0f32; SIDE * SIDE * TOKEN_LEN];
-        for (i, v) in grid_x.iter_mut().enumerate() {
-            *v = INPUT[i % VALUES];
+        // Relativity: with the same q vector at every grid position and the same k vector at
+        // every position, <R(p)q, R(p')k> must depend on p' − p only. One whole-grid
+        // rotation; for each displacement δ, every p with p + δ in the grid is compared with
+        // the first such p (per head, relative to Σ|q||k|).
+        for (q, k) in q
+            .chunks_exact_mut(TOKEN_LEN)
+            .zip(k.chunks_exact_mut(TOKEN_LEN))
+        {
+            q.copy_from_slice(&INPUT[..TOKEN_LEN]);
+            k.copy_from_slice(&INPUT[TOKEN_LEN..2 * TOKEN_LEN]);
         }
-        let grid_positions: [GridPos; SIDE * SIDE] =
-            core::array::from_fn(|t| GridPos::new((t / SIDE) as u32, (t % SIDE) as u32));
-        let mut grid_y = grid_x;
-        let mut grid_s = grid_x;
-        measure_begin();
-        let whole = calls::rotate(&view, &mut grid_x, SHAPE, Direction::Forward);
-        measure_end();
-        say!("measure: pairs {}", grid_x.len() / 2);
-        let scalar = view.with_backend(Backend::Scalar).unwrap_or(view);
-        measure_begin();
-        let whole_scalar = calls::rotate(&scalar, &mut grid_s, SHAPE, Direction::Forward);
-        measure_end();
-        say!("measure: scalar_pairs {}", grid_s.len() / 2);
-        match whole.and(whole_scalar).and_then(|()| {
-            calls::rotate_at(
-                &view,
-                &mut grid_y,
-                SHAPE,
-                &grid_positions,
-                Direction::Forward,
-            )
-        }) {
+        match calls::rotate_qk(&table, &mut q, &mut k, SHAPE, Direction::Forward) {
             Ok(()) => {
-                let w = worst_diff(&grid_x, &grid_y);
+                let scale: [f32; HEADS] = core::array::from_fn(|h| {
+                    let (qh, kh) = (&INPUT[h * D..][..D], &INPUT[TOKEN_LEN + h * D..][..D]);
+                    qh.iter().zip(kh).map(|(a, b)| (a * b).abs()).sum()
+                });
+                let head = |x: &[f32], t: usize, h: usize| -> [f32; D] {
+                    core::array::from_fn(|i| x[t * TOKEN_LEN + h * D + i])
+                };
+                let mut worst = 0f32;
+                let deltas: [(i32, i32); 6] = [(0, 0), (0, 1), (1, 0), (3, -2), (-5, 7), (13, 13)];
+                for (dr, dc) in deltas {
+                    for (h, &scale) in scale.iter().enumerate() {
+                        let mut first = None;
+                        for t in 0..SIDE * SIDE {
+                            let (r, c) = ((t / SIDE) as i32, (t % SIDE) as i32);
+                            let (r2, c2) = (r + dr, c + dc);
+                            if !(0..SIDE as i32).contains(&r2) || !(0..SIDE as i32).contains(&c2) {
+                                continue;
+                            }
+                            let t2 = r2 as usize * SIDE + c2 as usize;
+                            let (qh, kh) = (head(&q, t, h), head(&k, t2, h));
+                            let dot: f32 = qh.iter().zip(&kh).map(|(a, b)| a * b).sum();
+                            let reference = *first.get_or_insert(dot);
+                            worst = worst.max((dot - reference).abs() / scale);
+                        }
+                    }
+                }
                 tally.check(
-                    w == 0.0,
-                    "rotate (whole grid) == rotate_at (all positions)",
-                    w,
-                    0.0,
+                    worst <= 1e-5,
+                    "relativity <R(p)q,R(p')k> = <R(p-m)q,R(p'-m)k> (relative to sum|q||k|)",
+                    worst,
+                    1e-5,
                 );
             }
-            Err(e) => tally.error("rotate", e),
+            Err(e) => tally.error("relativity", e),
         }
-        let shape1 = Shape::heads(1);
-        let before = grid_x;
-        let outside = [GridPos::new(SIDE as u32, 0)];
-        let refused = calls::rotate_at(
-            &view,
-            &mut grid_x[..D],
-            shape1,
-            &outside,
+
+        // An invalid call is refused before anything is touched: k one value short.
+        q.copy_from_slice(&q0);
+        k.copy_from_slice(&k0);
+        let refused = calls::rotate_qk(
+            &table,
+            &mut q,
+            &mut k[..GRID_VALUES - 1],
+            SHAPE,
             Direction::Forward,
         );
         tally.check(
-            matches!(refused, Err(Error::GridPositionOutOfRange { .. })) && grid_x == before,
-            "out-of-grid position refused, buffer untouched",
+            matches!(refused, Err(Error::BufferLength { .. })) && q == q0 && k == k0,
+            "rotate_qk with a short k refused, q and k untouched",
             0.0,
             0.0,
         );

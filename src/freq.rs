@@ -160,30 +160,21 @@ impl AxisMap {
     /// (only used by [`Coords::Rescale`]).
     pub(crate) fn new(coords: Coords, n: usize, reference: u32) -> Result<Self, Error> {
         let n_i64 = i64::try_from(n).map_err(|_| Error::ShapeOverflow)?;
-        // 2^64 / n as Q0.64, only for the modes that divide.
-        let divide_by_n = || {
-            math::div_u128(u128::from(u64::MAX), n as u64)
-                .map(|q| q as u64)
-                .ok_or(Error::EmptyTable)
-        };
-        Ok(match coords {
-            Coords::Index => Self {
-                a: 1,
-                b: 0,
-                reciprocal: None,
-            },
+        // `(a, b)` and whether the mode divides by `n`.
+        let (a, b, divides) = match coords {
+            Coords::Index => (1, 0, false),
             Coords::Rescale { .. } if reference == 0 => return Err(Error::InvalidRefGrid),
-            Coords::Rescale { .. } => Self {
-                a: i64::from(reference),
-                b: 0,
-                reciprocal: Some(divide_by_n()?),
-            },
-            Coords::Centered => Self {
-                a: 2,
-                b: 1 - n_i64,
-                reciprocal: Some(divide_by_n()?),
-            },
-        })
+            Coords::Rescale { .. } => (i64::from(reference), 0, true),
+            Coords::Centered => (2, 1 - n_i64, true),
+        };
+        // 2^64 / n as Q0.64 (one division call site, however many modes divide).
+        let reciprocal = if divides {
+            let q = math::div_u128(u128::from(u64::MAX), n as u64).ok_or(Error::EmptyTable)?;
+            Some(q as u64)
+        } else {
+            None
+        };
+        Ok(Self { a, b, reciprocal })
     }
 
     /// Phase of index 0 and phase step per index for frequency `f`.

@@ -100,15 +100,14 @@ pub(crate) fn radians_to_turns(radians: Decoded) -> Option<Turns> {
     if !below_2_pow_32(radians) {
         return None;
     }
-    // mantissa < 2^53 and the constant < 2^62: the product fits in 115 bits.
-    let product = u128::from(radians.mantissa) * u128::from(INV_TWO_PI_Q64);
-    // Q64.64 value = product · 2^exponent.
-    let magnitude = if radians.exponent >= 0 {
-        product << radians.exponent
-    } else if radians.exponent > -128 {
-        product >> -radians.exponent
-    } else {
-        0
+    // Q64.64 value = mantissa · 2^exponent · constant. For exponent ≥ 0 the scaled mantissa
+    // is an integer below 2^32, so it is shifted before the multiply (exactly: one variable
+    // 128-bit shift less on 32-bit cores); otherwise the product (mantissa < 2^53, the
+    // constant < 2^62: at most 115 bits) is shifted right.
+    let magnitude = match radians.exponent {
+        0.. => u128::from(radians.mantissa << radians.exponent) * u128::from(INV_TWO_PI_Q64),
+        -127..0 => (u128::from(radians.mantissa) * u128::from(INV_TWO_PI_Q64)) >> -radians.exponent,
+        _ => 0,
     };
     let magnitude = magnitude as i128;
     Some(Turns(if radians.negative {
@@ -132,17 +131,18 @@ pub(crate) fn log2_q64(x: Decoded) -> u128 {
         let y = ((u128::from(y) * u128::from(y)) >> 62) as u64;
         if y >= 2 << 62 { (y >> 1, 1) } else { (y, 0) }
     };
-    // The first 63 bits, shifted in behind a marker bit that ends the loop when it reaches
-    // bit 63 (an exit that depends on the data, so LLVM does not unroll the loop), then the
-    // 64th bit, which shifts the marker out.
+    // 64 bits, shifted in behind a marker bit: the loop ends with the shift that pushes the
+    // marker out of bit 63 (an exit that depends on the data, so LLVM does not unroll it).
     let mut fraction = 1u64;
-    while fraction >> 63 == 0 {
+    loop {
         let (next, bit) = square(y);
         y = next;
+        let last = fraction >> 63 != 0;
         fraction = (fraction << 1) | bit;
+        if last {
+            break;
+        }
     }
-    let (_, bit) = square(y);
-    fraction = (fraction << 1) | bit;
     (integer << 64) | u128::from(fraction)
 }
 
@@ -212,8 +212,8 @@ pub(crate) fn mul_q63(a: u128, b: u64) -> Turns {
 pub(crate) fn mul_q64(a: Turns, b: u64) -> Turns {
     let negative = a.0 < 0;
     let magnitude = a.0.unsigned_abs();
-    let high = (magnitude >> 64) * u128::from(b);
-    let low = ((magnitude & u128::from(u64::MAX)) * u128::from(b)) >> 64;
+    let high = u128::from((magnitude >> 64) as u64) * u128::from(b);
+    let low = (u128::from(magnitude as u64) * u128::from(b)) >> 64;
     let product = (high + low) as i128;
     Turns(if negative { -product } else { product })
 }

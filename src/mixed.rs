@@ -138,7 +138,9 @@ impl<'a> MixedTableRef<'a> {
         freqs: LearnedFreqs<'_>,
     ) -> Result<Self, Error> {
         apply::check_storage(mixed_entries(head_dim, freqs.heads, grid)?, storage.len())?;
-        let (rows_out, cols_out) = storage.split_at_mut(grid.rows * freqs.heads * (head_dim / 2));
+        let (rows_out, cols_out) = storage
+            .split_at_mut_checked(grid.rows * freqs.heads * (head_dim / 2))
+            .ok_or(Error::ShapeOverflow)?;
         build_mixed(rows_out, cols_out, config, head_dim, grid, freqs)?;
         Ok(Self::from_parts(
             rows_out,

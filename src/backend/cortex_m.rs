@@ -225,7 +225,11 @@ unsafe fn interleaved(
     }
 }
 
-/// Rotates pairs `(lo[k], hi[k])`, `k < pairs`, of `heads` heads, head stride `head_bytes`.
+/// Rotates pairs `(lo[k], hi[k])`, `k < pairs`, of `heads` heads, head stride `head_bytes`,
+/// forward (`lo' = lo·c − hi·s`, `hi' = hi·c + lo·s`). The inverse is this loop with `lo`
+/// and `hi` exchanged: `R(−φ)(a, b)` is `R(φ)(b, a)` with its outputs exchanged, the same
+/// two products and the same sum and difference, so the same bits; one loop instead of two
+/// keeps flash small.
 ///
 /// # Safety
 ///
@@ -240,53 +244,29 @@ unsafe fn half(
     pairs: usize,
     heads: usize,
     head_bytes: usize,
-    dir: Direction,
 ) {
     let skip = head_bytes - 4 * pairs;
-    match dir {
-        // SAFETY: the loop touches exactly the memory the caller guarantees (see the
-        // function's contract); s0–s23 and the scratch registers are declared clobbered.
-        Direction::Forward => unsafe {
-            asm!(
-                half_loop!("vmls", "vmla"),
-                x = inout(reg) lo => _,
-                hi = inout(reg) hi => _,
-                t = in(reg) table,
-                pairs = in(reg) pairs,
-                skip = in(reg) skip,
-                heads = inout(reg) heads => _,
-                tc = out(reg) _,
-                n = out(reg) _,
-                out("s0") _, out("s1") _, out("s2") _, out("s3") _,
-                out("s4") _, out("s5") _, out("s6") _, out("s7") _,
-                out("s8") _, out("s9") _, out("s10") _, out("s11") _,
-                out("s12") _, out("s13") _, out("s14") _, out("s15") _,
-                out("s16") _, out("s17") _, out("s18") _, out("s19") _,
-                out("s20") _, out("s21") _, out("s22") _, out("s23") _,
-                options(nostack),
-            )
-        },
-        // SAFETY: as above.
-        Direction::Inverse => unsafe {
-            asm!(
-                half_loop!("vmla", "vmls"),
-                x = inout(reg) lo => _,
-                hi = inout(reg) hi => _,
-                t = in(reg) table,
-                pairs = in(reg) pairs,
-                skip = in(reg) skip,
-                heads = inout(reg) heads => _,
-                tc = out(reg) _,
-                n = out(reg) _,
-                out("s0") _, out("s1") _, out("s2") _, out("s3") _,
-                out("s4") _, out("s5") _, out("s6") _, out("s7") _,
-                out("s8") _, out("s9") _, out("s10") _, out("s11") _,
-                out("s12") _, out("s13") _, out("s14") _, out("s15") _,
-                out("s16") _, out("s17") _, out("s18") _, out("s19") _,
-                out("s20") _, out("s21") _, out("s22") _, out("s23") _,
-                options(nostack),
-            )
-        },
+    // SAFETY: the loop touches exactly the memory the caller guarantees (see the function's
+    // contract); s0–s23 and the scratch registers are declared clobbered.
+    unsafe {
+        asm!(
+            half_loop!("vmls", "vmla"),
+            x = inout(reg) lo => _,
+            hi = inout(reg) hi => _,
+            t = in(reg) table,
+            pairs = in(reg) pairs,
+            skip = in(reg) skip,
+            heads = inout(reg) heads => _,
+            tc = out(reg) _,
+            n = out(reg) _,
+            out("s0") _, out("s1") _, out("s2") _, out("s3") _,
+            out("s4") _, out("s5") _, out("s6") _, out("s7") _,
+            out("s8") _, out("s9") _, out("s10") _, out("s11") _,
+            out("s12") _, out("s13") _, out("s14") _, out("s15") _,
+            out("s16") _, out("s17") _, out("s18") _, out("s19") _,
+            out("s20") _, out("s21") _, out("s22") _, out("s23") _,
+            options(nostack),
+        )
     }
 }
 
@@ -323,11 +303,16 @@ pub(super) fn rotate_pairs(
             // In bounds: first_pair < d/2 and d/2 + first_pair < d ≤ x.len().
             let lo = x.as_mut_ptr().wrapping_add(first_pair);
             let hi = lo.wrapping_add(half_dim);
+            // The inverse: the forward loop with the halves exchanged (see `half`).
+            let (lo, hi) = match dir {
+                Direction::Forward => (lo, hi),
+                Direction::Inverse => (hi, lo),
+            };
             // SAFETY: head h's `lo` floats h·d + first_pair + k and `hi` floats
             // h·d + d/2 + first_pair + k, k < pairs ≤ d/2 − first_pair, lie in
             // h·d .. (h+1)·d ≤ x.len() and are disjoint (the first set ends below
-            // h·d + d/2); `pairs ≤ angles.len()`; 4 · pairs ≤ head_bytes.
-            unsafe { half(lo, hi, table, pairs, heads, head_bytes, dir) }
+            // h·d + d/2), in either order; `pairs ≤ angles.len()`; 4 · pairs ≤ head_bytes.
+            unsafe { half(lo, hi, table, pairs, heads, head_bytes) }
         }
     }
 }
