@@ -30,7 +30,7 @@ pub(crate) trait AngleSource: Copy {
 /// instructions per token and section, against tens of pairs rotated).
 #[cfg_attr(target_os = "none", inline(never))]
 #[cfg_attr(not(target_os = "none"), inline(always))]
-fn rotate_pairs<K: Kernel>(
+pub(super) fn rotate_pairs<K: Kernel>(
     x: &mut [f32],
     head_dim: usize,
     layout: Layout,
@@ -139,9 +139,10 @@ impl AngleSource for AxialGrid<'_> {
         }
         // Every token of a grid row shares its row entries, so the row section is rotated
         // for a block of tokens at once (one kernel call, the entries loaded once for all of
-        // the block's heads), then each token's column section. Blocks stay within
-        // `AXIAL_BLOCK_BYTES` so the second pass hits L1. Each pair is still rotated once by
-        // the same angle: results are those of a token-by-token loop.
+        // the block's heads), then each token's column section ([`Kernel::rotate_axial_block`],
+        // which a kernel may do in one pass). Blocks stay within `AXIAL_BLOCK_BYTES` so a
+        // second pass hits L1. Each pair is still rotated once by the same angle: results
+        // are those of a token-by-token loop.
         let (row_pair, col_pair) = if self.col_first {
             (width, 0)
         } else {
@@ -159,12 +160,14 @@ impl AngleSource for AxialGrid<'_> {
         }
         let grid_rows = x.chunks_exact_mut(row_len);
         for (grid_row, row) in grid_rows.zip(self.rows.chunks_exact(width)) {
-            let mut col_entries = self.cols.chunks_exact(width);
+            let mut cols = self.cols;
             for block in grid_row.chunks_mut(block_len) {
-                rotate_pairs::<K>(block, head_dim, layout, row_pair, row, dir);
-                for (token, col) in block.chunks_exact_mut(token_len).zip(&mut col_entries) {
-                    rotate_pairs::<K>(token, head_dim, layout, col_pair, col, dir);
-                }
+                let (row, col) = ((row_pair, row), (col_pair, cols));
+                K::rotate_axial_block(block, token_len, head_dim, layout, row, col, width, dir);
+                // Every block but a grid row's last has `block_tokens` tokens.
+                cols = cols
+                    .get(block_tokens.saturating_mul(width)..)
+                    .unwrap_or(&[]);
             }
         }
     }

@@ -25,10 +25,10 @@ use core::arch::x86_64::{
     __m128, __m256, _mm_castps_si128, _mm_castsi128_ps, _mm_fmadd_ps, _mm_fmaddsub_ps,
     _mm_fmsub_ps, _mm_fmsubadd_ps, _mm_load_ss, _mm_loadu_ps, _mm_loadu_si64, _mm_movehdup_ps,
     _mm_moveldup_ps, _mm_mul_ps, _mm_permute_ps, _mm_shuffle_ps, _mm_store_ss, _mm_storeu_ps,
-    _mm_storeu_si64, _mm256_addsub_ps, _mm256_castpd_ps, _mm256_castps_pd, _mm256_fmadd_ps,
-    _mm256_fmaddsub_ps, _mm256_fmsub_ps, _mm256_fmsubadd_ps, _mm256_loadu_ps,
+    _mm_storeu_si64, _mm256_add_ps, _mm256_addsub_ps, _mm256_castpd_ps, _mm256_castps_pd,
+    _mm256_fmadd_ps, _mm256_fmaddsub_ps, _mm256_fmsub_ps, _mm256_fmsubadd_ps, _mm256_loadu_ps,
     _mm256_movehdup_ps, _mm256_moveldup_ps, _mm256_mul_ps, _mm256_permute_ps,
-    _mm256_permute4x64_pd, _mm256_shuffle_ps, _mm256_storeu_ps, _mm256_sub_ps, _mm256_add_ps,
+    _mm256_permute4x64_pd, _mm256_setzero_ps, _mm256_shuffle_ps, _mm256_storeu_ps, _mm256_sub_ps,
 };
 
 use super::{AngleSource, Job, Kernel, drive};
@@ -57,8 +57,8 @@ pub(crate) fn is_available() -> bool {
         static DETECTED: AtomicU8 = AtomicU8::new(0);
         match DETECTED.load(Ordering::Relaxed) {
             0 => {
-                let present = std::is_x86_feature_detected!("avx2")
-                    && std::is_x86_feature_detected!("fma");
+                let present =
+                    std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma");
                 DETECTED.store(if present { 2 } else { 1 }, Ordering::Relaxed);
                 present
             }
@@ -512,7 +512,10 @@ unsafe fn summed_il<const INV: bool>(p: *mut f32, ta: *const f32, tb: *const f32
     while k < n {
         // SAFETY: float pair `2k, 2k + 1 < 2n` of the head and of both tables.
         unsafe {
-            let entry = sum1(*ta.add(2 * k).cast::<[f32; 2]>(), *tb.add(2 * k).cast::<[f32; 2]>());
+            let entry = sum1(
+                *ta.add(2 * k).cast::<[f32; 2]>(),
+                *tb.add(2 * k).cast::<[f32; 2]>(),
+            );
             let (cc, ss) = dup1(entry.as_ptr());
             il1::<INV>(p.add(2 * k), cc, ss);
         }
@@ -540,15 +543,128 @@ unsafe fn summed_half<const INV: bool>(p: *mut f32, ta: *const f32, tb: *const f
     while k < n {
         // SAFETY: pair `k < n`, as above.
         unsafe {
-            let [c, s] = sum1(*ta.add(2 * k).cast::<[f32; 2]>(), *tb.add(2 * k).cast::<[f32; 2]>());
-            half1::<INV>(
-                p.add(k),
-                p.add(n + k),
-                _mm_load_ss(&c),
-                _mm_load_ss(&s),
+            let [c, s] = sum1(
+                *ta.add(2 * k).cast::<[f32; 2]>(),
+                *tb.add(2 * k).cast::<[f32; 2]>(),
             );
+            half1::<INV>(p.add(k), p.add(n + k), _mm_load_ss(&c), _mm_load_ss(&s));
         }
         k += 1;
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Axial blocks: both sections of every token in one pass.
+// ---------------------------------------------------------------------------------------
+
+/// Interleaved: rotates, in one pass over a block of whole tokens, the row section
+/// (`4C` pairs from `row_pair`, entries `row`, shared) and the column section (`4C` pairs
+/// from `col_pair`, token `t` by entries `4C·t ..` of `cols`) of every head. The row entries
+/// stay in registers for the block, a token's column entries for its heads. Tokens past the
+/// last whole chunk of `cols` get the row section only.
+///
+/// Requires `row.len() = 4C`, `row_pair + 4C ≤ head_dim / 2`, `col_pair + 4C ≤ head_dim / 2`,
+/// `head_dim > 0`, `token_len` a multiple of `head_dim` and `x.len()` one of `token_len`
+/// (established by the caller).
+#[inline(always)]
+fn axial_il<const INV: bool, const C: usize>(
+    x: &mut [f32],
+    token_len: usize,
+    head_dim: usize,
+    (row_pair, row): (usize, &[[f32; 2]]),
+    (col_pair, cols): (usize, &[[f32; 2]]),
+) {
+    let width = 4 * C;
+    let tokens = (x.len() / token_len).min(cols.len() / width);
+    let (row_start, col_start) = (2 * row_pair, 2 * col_pair);
+    let base = x.as_mut_ptr();
+    let (tr, tc) = (row.as_ptr().cast::<f32>(), cols.as_ptr().cast::<f32>());
+    // SAFETY: AVX2: see `Avx2`.
+    let zero = unsafe { _mm256_setzero_ps() };
+    let (mut rc, mut rs) = ([zero; C], [zero; C]);
+    for j in 0..C {
+        // SAFETY: `row` has `4C` entries, `8C` floats: `8j + 8 ≤ 8C`.
+        (rc[j], rs[j]) = unsafe { dup4(tr.add(8 * j)) };
+    }
+    let (mut cc, mut cs) = ([zero; C], [zero; C]);
+    let mut token = 0;
+    let mut entry = 0;
+    while token < tokens * token_len {
+        for j in 0..C {
+            // SAFETY: entries `entry/2 .. entry/2 + 4C ≤ tokens·width ≤ cols.len()`
+            // (`entry = 2·width·t` for token `t < tokens`), read as floats `entry + 8j ..`.
+            (cc[j], cs[j]) = unsafe { dup4(tc.add(entry + 8 * j)) };
+        }
+        let mut head = token;
+        while head < token + token_len {
+            for j in 0..C {
+                // SAFETY: the head at `head` lies in `x` (`head + head_dim ≤ token +
+                // token_len ≤ x.len()`, `token_len` a multiple of `head_dim`), and both
+                // sections' floats `start + 8j .. start + 8j + 8 ≤ start + 8C ≤ head_dim`.
+                unsafe {
+                    il4::<INV>(base.add(head + row_start + 8 * j), rc[j], rs[j]);
+                    il4::<INV>(base.add(head + col_start + 8 * j), cc[j], cs[j]);
+                }
+            }
+            head += head_dim;
+        }
+        token += token_len;
+        entry += 2 * width;
+    }
+    if let Some(rest) = x.get_mut(token..) {
+        section_il::<INV>(rest, head_dim, row_pair, row);
+    }
+}
+
+/// [`axial_il`] for the half layout, `8C` pairs per section, pairs `(v[k], v[k + d/2])`.
+///
+/// Requires what `axial_il` does, with `8C` for `4C`.
+#[inline(always)]
+fn axial_half<const INV: bool, const C: usize>(
+    x: &mut [f32],
+    token_len: usize,
+    head_dim: usize,
+    (row_pair, row): (usize, &[[f32; 2]]),
+    (col_pair, cols): (usize, &[[f32; 2]]),
+) {
+    let width = 8 * C;
+    let half = head_dim / 2;
+    let tokens = (x.len() / token_len).min(cols.len() / width);
+    let base = x.as_mut_ptr();
+    let (tr, tc) = (row.as_ptr().cast::<f32>(), cols.as_ptr().cast::<f32>());
+    // SAFETY: AVX2: see `Avx2`.
+    let zero = unsafe { _mm256_setzero_ps() };
+    let (mut rc, mut rs) = ([zero; C], [zero; C]);
+    for j in 0..C {
+        // SAFETY: `row` has `8C` entries, `16C` floats: `16j + 16 ≤ 16C`.
+        (rc[j], rs[j]) = unsafe { split8(tr.add(16 * j)) };
+    }
+    let (mut cc, mut cs) = ([zero; C], [zero; C]);
+    let mut token = 0;
+    let mut entry = 0;
+    while token < tokens * token_len {
+        for j in 0..C {
+            // SAFETY: entries `entry/2 .. entry/2 + 8C ≤ tokens·width ≤ cols.len()`.
+            (cc[j], cs[j]) = unsafe { split8(tc.add(entry + 16 * j)) };
+        }
+        let mut head = token;
+        while head < token + token_len {
+            for j in 0..C {
+                let (r, c) = (head + row_pair + 8 * j, head + col_pair + 8 * j);
+                // SAFETY: the head at `head` lies in `x` (as in `axial_il`); each section's
+                // floats `pair + 8j .. pair + 8C ≤ half` and the same `+ half ≤ head_dim`.
+                unsafe {
+                    half8::<INV>(base.add(r), base.add(r + half), rc[j], rs[j]);
+                    half8::<INV>(base.add(c), base.add(c + half), cc[j], cs[j]);
+                }
+            }
+            head += head_dim;
+        }
+        token += token_len;
+        entry += 2 * width;
+    }
+    if let Some(rest) = x.get_mut(token..) {
+        section_half::<INV>(rest, head_dim, row_pair, row);
     }
 }
 
@@ -581,6 +697,62 @@ impl Kernel for Avx2 {
             (Layout::Half, Direction::Inverse) => {
                 section_half::<true>(x, head_dim, first_pair, angles)
             }
+        }
+    }
+
+    #[inline(always)]
+    fn rotate_axial_block(
+        x: &mut [f32],
+        token_len: usize,
+        head_dim: usize,
+        layout: Layout,
+        (row_pair, row): (usize, &[[f32; 2]]),
+        (col_pair, cols): (usize, &[[f32; 2]]),
+        width: usize,
+        dir: Direction,
+    ) {
+        use {Direction::*, Layout::*};
+        let room = |first: usize| {
+            first
+                .checked_add(width)
+                .is_some_and(|end| end <= head_dim / 2)
+        };
+        // One pass for the small sections whose entries fit in registers (d = 16, 32);
+        // each pair gets the arithmetic of `rotate_pairs`, so the results are the same.
+        if head_dim != 0
+            && token_len != 0
+            && token_len.is_multiple_of(head_dim)
+            && x.len().is_multiple_of(token_len)
+            && row.len() == width
+            && room(row_pair)
+            && room(col_pair)
+        {
+            let (r, c) = ((row_pair, row), (col_pair, cols));
+            match (layout, dir, width) {
+                (Interleaved, Forward, 4) => {
+                    return axial_il::<false, 1>(x, token_len, head_dim, r, c);
+                }
+                (Interleaved, Inverse, 4) => {
+                    return axial_il::<true, 1>(x, token_len, head_dim, r, c);
+                }
+                (Interleaved, Forward, 8) => {
+                    return axial_il::<false, 2>(x, token_len, head_dim, r, c);
+                }
+                (Interleaved, Inverse, 8) => {
+                    return axial_il::<true, 2>(x, token_len, head_dim, r, c);
+                }
+                (Half, Forward, 8) => return axial_half::<false, 1>(x, token_len, head_dim, r, c),
+                (Half, Inverse, 8) => return axial_half::<true, 1>(x, token_len, head_dim, r, c),
+                _ => {}
+            }
+        }
+        // Otherwise the provided implementation: the row section, then each token's columns.
+        Self::rotate_pairs(x, head_dim, layout, row_pair, row, dir);
+        if token_len == 0 || width == 0 {
+            return;
+        }
+        for (token, col) in x.chunks_exact_mut(token_len).zip(cols.chunks_exact(width)) {
+            Self::rotate_pairs(token, head_dim, layout, col_pair, col, dir);
         }
     }
 

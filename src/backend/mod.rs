@@ -28,6 +28,39 @@ pub(crate) trait Kernel {
         dir: Direction,
     );
 
+    /// Rotates a block of whole tokens (`token_len` values each) of one axial grid row:
+    /// pairs `row_pair .. row_pair + row.len()` of every head by `row`, shared by all tokens,
+    /// and, for each token `t`, pairs `col_pair .. col_pair + width` of each of its heads by
+    /// `cols[t·width .. (t + 1)·width]` (only tokens with a whole chunk of `cols` get this).
+    ///
+    /// Each pair is rotated once, by the angle it would get from [`rotate_pairs`] calls, so
+    /// the results are those of the provided implementation (one call for the row section,
+    /// then one per token); a kernel may override it to rotate both sections in one pass.
+    ///
+    /// [`rotate_pairs`]: Kernel::rotate_pairs
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn rotate_axial_block(
+        x: &mut [f32],
+        token_len: usize,
+        head_dim: usize,
+        layout: Layout,
+        (row_pair, row): (usize, &[[f32; 2]]),
+        (col_pair, cols): (usize, &[[f32; 2]]),
+        width: usize,
+        dir: Direction,
+    ) where
+        Self: Sized,
+    {
+        angles::rotate_pairs::<Self>(x, head_dim, layout, row_pair, row, dir);
+        if token_len == 0 || width == 0 {
+            return;
+        }
+        for (token, col) in x.chunks_exact_mut(token_len).zip(cols.chunks_exact(width)) {
+            angles::rotate_pairs::<Self>(token, head_dim, layout, col_pair, col, dir);
+        }
+    }
+
     /// Rotates every pair `k` of every head `h` in `x` by the sum of the angles
     /// `a[h·d/2 + k]` and `b[h·d/2 + k]` (RoPE-Mixed: `cos(α+β) = cαcβ − sαsβ`, …).
     fn rotate_pairs_summed(
