@@ -108,7 +108,7 @@
 //! - `defmt`: `defmt::Format` for the configuration and error types.
 #![no_std]
 #![deny(missing_docs)]
-#![deny(clippy::undocumented_unsafe_blocks)]
+#![deny(unsafe_code, clippy::undocumented_unsafe_blocks)]
 
 #[cfg(feature = "std")]
 extern crate std;

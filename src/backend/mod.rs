@@ -125,11 +125,13 @@ pub(crate) fn drive<K: Kernel, A: AngleSource>(job: Job<'_, A>) {
     target_abi = "eabihf",
     not(target_has_atomic = "64")
 ))]
+#[allow(unsafe_code)]
 mod cortex_m;
 
 macro_rules! registry {
     ($($(#[doc = $doc:literal])* $variant:ident => $module:ident, $name:literal, cfg($($cfg:tt)*);)*) => {
-        $(#[cfg($($cfg)*)] mod $module;)*
+        // `unsafe` is denied crate-wide; the arch backends allow it, the others forbid it.
+        $(#[cfg($($cfg)*)] #[allow(unsafe_code)] mod $module;)*
 
         /// A kernel implementation. Every backend gives the same results as [`Backend::Scalar`]
         /// within the bound stated on its variant; [`Backend::auto`] picks the fastest one.

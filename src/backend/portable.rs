@@ -13,6 +13,8 @@
 //! results are bit-for-bit those of scalar, on every target, NaN and infinities included
 //! (up to the payload of a NaN).
 
+#![forbid(unsafe_code)]
+
 use wide::f32x8;
 
 use super::{AngleSource, Job, Kernel, drive};

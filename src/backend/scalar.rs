@@ -3,6 +3,8 @@
 //! Each output is `a·c − b·s` / `a·s + b·c` with two roundings per product and one per sum
 //! (no fused multiply-add), so results are the same on every target.
 
+#![forbid(unsafe_code)]
+
 use super::{AngleSource, Job, Kernel, drive};
 use crate::config::{Direction, Layout};
 
