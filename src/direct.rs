@@ -28,7 +28,8 @@ impl AxialDirect {
     /// Prepares rotation for `config` at head dimension `head_dim`.
     ///
     /// Errors: [`Error::InvalidHeadDim`] unless `head_dim` is a non-zero multiple of 4,
-    /// [`Error::InvalidBase`], [`Error::InvalidFreqScale`].
+    /// [`Error::InvalidBase`], [`Error::InvalidFreqScale`], [`Error::ShapeOverflow`] above
+    /// `head_dim` 262 140.
     pub fn new(config: &Axial2d, head_dim: usize) -> Result<Self, Error> {
         if head_dim == 0 || !head_dim.is_multiple_of(4) {
             return Err(Error::InvalidHeadDim {
@@ -141,7 +142,8 @@ impl Rope1dDirect {
     /// Prepares rotation for `config` at head dimension `head_dim`.
     ///
     /// Errors: [`Error::InvalidHeadDim`] unless `head_dim` is even and non-zero,
-    /// [`Error::InvalidBase`], [`Error::InvalidFreqScale`].
+    /// [`Error::InvalidBase`], [`Error::InvalidFreqScale`], [`Error::ShapeOverflow`] above
+    /// `head_dim` 131 070.
     pub fn new(config: &Rope1d, head_dim: usize) -> Result<Self, Error> {
         if head_dim == 0 || !head_dim.is_multiple_of(2) {
             return Err(Error::InvalidHeadDim {

@@ -93,7 +93,12 @@ pub enum Error {
     },
     /// A coordinate is NaN or infinite.
     NonFiniteCoordinate,
-    /// A shape whose size overflows `usize`.
+    /// A shape whose size overflows `usize`, or that is past the limits of the fixed-point
+    /// table construction (whose divisions use 16-bit digits, so that a 32-bit core needs no
+    /// 64-bit division routine): more than 65 535 frequencies per axis — a head dimension
+    /// above 131 070 for 1-D RoPE or above 262 140 for axial 2-D — or, with
+    /// [`Coords::Rescale`](crate::Coords::Rescale) or [`Coords::Centered`](crate::Coords::Centered),
+    /// a grid side above 65 535.
     ShapeOverflow,
     /// The chosen [`Backend`](crate::Backend) cannot run on this CPU.
     BackendUnavailable,
@@ -165,7 +170,7 @@ impl fmt::Display for Error {
                 write!(f, "head {actual} does not fit a table of {expected} heads")
             }
             Self::NonFiniteCoordinate => f.write_str("coordinate is NaN or infinite"),
-            Self::ShapeOverflow => f.write_str("shape size overflows usize"),
+            Self::ShapeOverflow => f.write_str("shape too large"),
             Self::BackendUnavailable => f.write_str("backend cannot run on this CPU"),
         }
     }

@@ -167,9 +167,10 @@ impl AxisMap {
             Coords::Rescale { .. } => (i64::from(reference), 0, true),
             Coords::Centered => (2, 1 - n_i64, true),
         };
-        // 2^64 / n as Q0.64 (one division call site, however many modes divide).
+        // 2^64 / n as Q0.64 (one division call site, however many modes divide). Callers
+        // have rejected n = 0 (an empty grid), so `None` means n is past the division's limit.
         let reciprocal = if divides {
-            let q = math::div_u128(u128::from(u64::MAX), n as u64).ok_or(Error::EmptyTable)?;
+            let q = math::div_u128(u128::from(u64::MAX), n as u64).ok_or(Error::ShapeOverflow)?;
             Some(q as u64)
         } else {
             None
@@ -180,13 +181,15 @@ impl AxisMap {
     /// Phase of index 0 and phase step per index for frequency `f`.
     #[inline]
     pub(crate) fn start_and_step(self, f: Turns) -> (u64, u64) {
+        // Phases are integer multiples of the frequency per unit taken modulo one turn
+        // (2^64), so its low 64 bits are all they need.
         let per_unit = match self.reciprocal {
-            None => f,
-            Some(r) => math::mul_q64(f, r),
+            None => f.0 as u64,
+            Some(r) => math::mul_q64_low(f, r),
         };
         (
-            math::phase_of_integer(self.b, per_unit),
-            math::phase_of_integer(self.a, per_unit),
+            (self.b as u64).wrapping_mul(per_unit),
+            (self.a as u64).wrapping_mul(per_unit),
         )
     }
 }

@@ -13,6 +13,8 @@
 
 #![forbid(unsafe_code)]
 
+use core::num::NonZeroU32;
+
 /// A frequency in turns per unit coordinate, as signed Q64.64 fixed point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Turns(pub(crate) i128);
@@ -167,55 +169,45 @@ pub(crate) fn exp2_neg_q63(x: u128) -> u64 {
     if integer >= 64 { 0 } else { result >> integer }
 }
 
-/// `n / d` by shift and subtract; `None` for `d = 0`. A few dozen bytes of code, where a
-/// `u128` or `u64` division links a library routine of several hundred bytes on 32-bit
-/// cores; used a few times per table, never per entry, so out of line (one copy).
+/// `n / d` for `n < 2^112` and `1 ≤ d < 2^16` (else `None`): long division by 16-bit
+/// digits, each step a 32-bit division (one `udiv` on Cortex-M3 and up), where a `u128` or
+/// `u64` division links a library routine of several hundred bytes on 32-bit cores. Used a
+/// few times per table, never per entry, so out of line (one copy).
 #[inline(never)]
 pub(crate) fn div_u128(n: u128, d: u64) -> Option<u128> {
-    if d == 0 {
+    let d = NonZeroU32::new(u32::try_from(d).ok().filter(|&d| d < 1 << 16)?)?;
+    if n >> 112 != 0 {
         return None;
     }
-    // Bit by bit from the highest set bit of `n` down (none for `n = 0`): a mask rather than
-    // a count, which leaves LLVM no trip count to unroll by. Each quotient bit replaces the
-    // dividend bit just consumed, and the remainder (below `d`) fits in a `u64` once the bit
-    // shifted out of it (`carry`) is accounted for: few enough registers for a 32-bit core.
-    let mut bits = n;
-    let (high, low) = ((n >> 64) as u64, n as u64);
-    let mut bit = if high != 0 {
-        u128::from((1u64 << 63) >> high.leading_zeros()) << 64
-    } else {
-        u128::from((1u64 << 63).checked_shr(low.leading_zeros()).unwrap_or(0))
-    };
-    let mut remainder = 0u64;
-    while bit != 0 {
-        let carry = remainder >> 63 != 0;
-        remainder = (remainder << 1) | u64::from(bits & bit != 0);
-        if carry || remainder >= d {
-            remainder = remainder.wrapping_sub(d);
-            bits |= bit;
-        } else {
-            bits &= !bit;
-        }
-        bit >>= 1;
+    // Seven digits, shifted into the quotient behind a marker bit: the loop ends when the
+    // marker reaches bit 112 (an exit that depends on the data, so LLVM does not unroll it).
+    let (mut rest, mut quotient, mut remainder) = (n, 1u128, 0u32);
+    while quotient >> 112 == 0 {
+        // remainder < d < 2^16, so the partial dividend fits in 32 bits.
+        let partial = (remainder << 16) | (rest >> 96) as u32 & 0xFFFF;
+        rest <<= 16;
+        quotient = (quotient << 16) | u128::from(partial / d);
+        remainder = partial % d;
     }
-    Some(bits)
+    Some(quotient ^ 1 << 112)
 }
 
-/// `(a · b) >> 63` for Q1.63 `b`; `a` unsigned Q64.64 below `2^126`.
+/// `(a · b) >> 63` for Q1.63 `b`; `a` unsigned Q64.64 below `2^96` (what
+/// [`radians_to_turns`] returns: below `2^32 / 2π` turns).
 pub(crate) fn mul_q63(a: u128, b: u64) -> Turns {
-    let high = u128::from((a >> 64) as u64) * u128::from(b);
+    let high = u128::from((a >> 64) as u32) * u128::from(b);
     let low = (u128::from(a as u64) * u128::from(b)) >> 63;
     Turns(((high << 1) + low) as i128)
 }
 
-/// `(a · b) >> 64` for Q0.64 `b`.
-pub(crate) fn mul_q64(a: Turns, b: u64) -> Turns {
-    let negative = a.0 < 0;
-    let magnitude = a.0.unsigned_abs();
-    let high = u128::from((magnitude >> 64) as u64) * u128::from(b);
-    let low = (u128::from(magnitude as u64) * u128::from(b)) >> 64;
-    let product = (high + low) as i128;
-    Turns(if negative { -product } else { product })
+/// The low 64 bits of `floor(a · b / 2^64)` for Q0.64 `b` (two's complement for `a < 0`): a
+/// frequency scaled by `b`, modulo one turn per unit — all that the phase of an integer
+/// coordinate needs of it.
+pub(crate) fn mul_q64_low(a: Turns, b: u64) -> u64 {
+    // a = high·2^64 + low with `high` signed: floor(a·b / 2^64) = high·b + floor(low·b / 2^64).
+    let (high, low) = ((a.0 >> 64) as u64, a.0 as u64);
+    let low_product = ((u128::from(low) * u128::from(b)) >> 64) as u64;
+    high.wrapping_mul(b).wrapping_add(low_product)
 }
 
 /// `frac(m · u)` as a phase: exact modulo the Q64.64 rounding of `u`.
@@ -266,13 +258,20 @@ pub(crate) fn cos_sin_turns(phase: u64) -> [f32; 2] {
     let z = theta * theta;
     let sin = ((-1.951_529_6e-4 * z + 8.332_161e-3) * z - 1.666_665_5e-1) * z * theta + theta;
     let cos = ((2.443_315_7e-5 * z - 1.388_731_6e-3) * z + 4.166_664_6e-2) * z * z - 0.5 * z + 1.0;
-    let (sin, cos) = if reflected { (cos, sin) } else { (sin, cos) };
-    match quadrant {
-        0 => [cos, sin],
-        1 => [-sin, cos],
-        2 => [-cos, -sin],
-        _ => [sin, -cos],
-    }
+    // Quadrants 0–3 give [cos, sin], [−sin, cos], [−cos, −sin], [sin, −cos]: a swap for odd
+    // quadrants (undoing the reflection's), and sign flips, done on the sign bits.
+    let quadrant = quadrant as u32;
+    let (cos, sin) = if reflected != (quadrant & 1 != 0) {
+        (sin, cos)
+    } else {
+        (cos, sin)
+    };
+    let cos_sign = ((quadrant >> 1) ^ (quadrant & 1)) << 31;
+    let sin_sign = (quadrant >> 1) << 31;
+    [
+        f32::from_bits(cos.to_bits() ^ cos_sign),
+        f32::from_bits(sin.to_bits() ^ sin_sign),
+    ]
 }
 
 #[cfg(test)]
@@ -342,15 +341,25 @@ mod tests {
         for (n, d) in [
             (0u128, 1u64),
             (1, 1),
-            (u128::MAX, 3),
+            ((1 << 111) + 12_345, 3),
             (u128::from(u64::MAX), 14),
             (1 << 75, 16),
-            (12345, 1 << 40),
+            (12345, 65_535),
+            ((1 << 112) - 1, 65_535),
+            ((1 << 112) - 1, 1),
             (7, 9),
         ] {
             assert_eq!(div_u128(n, d), Some(n / u128::from(d)), "{n} / {d}");
         }
-        assert_eq!(div_u128(5, 0), None);
+        for (n, d) in [
+            (5, 0),
+            (5, 1 << 16),
+            (5, 1 << 40),
+            (5, u64::MAX),
+            (1 << 112, 3),
+        ] {
+            assert_eq!(div_u128(n, d), None, "{n} / {d}");
+        }
     }
 
     #[test]

@@ -689,3 +689,61 @@ fn errors_display_and_debug() {
         assert!(!e.to_string().is_empty());
     }
 }
+
+/// The limits of the fixed-point construction (65 535 frequencies per axis; grid sides of
+/// 65 535 when coordinates are divided by the side), checked on both sides of each limit.
+#[test]
+fn construction_limits() {
+    // Axial: d/4 frequencies, 1-D: d/2.
+    assert!(AxialDirect::new(&Axial2d::ROPE_VIT, 4 * 65_535).is_ok());
+    assert_eq!(
+        AxialDirect::new(&Axial2d::ROPE_VIT, 4 * 65_536).err(),
+        Some(Error::ShapeOverflow)
+    );
+    assert!(Rope1dDirect::new(&Rope1d::LLAMA, 2 * 65_535).is_ok());
+    assert_eq!(
+        Rope1dDirect::new(&Rope1d::LLAMA, 2 * 65_536).err(),
+        Some(Error::ShapeOverflow)
+    );
+    // Tables at the limits have 65 536 entries, minutes under Miri: it stops here.
+    if cfg!(miri) {
+        return;
+    }
+    let mut storage = vec![[7.0f32; 2]; 65_536];
+    assert_eq!(
+        Rope1dTableRef::build(&mut storage, &Rope1d::NEOX, 2 * 65_536, 1).err(),
+        Some(Error::ShapeOverflow)
+    );
+    assert!(
+        storage.iter().all(|e| *e == [7.0, 7.0]),
+        "storage written on error"
+    );
+
+    // A grid side of 65 536 is fine with index coordinates, too large when divided by.
+    let wide = Grid::new(1, 65_536);
+    let entries = AxialTableRef::storage_len(4, wide).unwrap();
+    let mut storage = vec![[7.0f32; 2]; entries];
+    assert!(AxialTableRef::build(&mut storage, &Axial2d::ROPE_VIT, 4, wide).is_ok());
+    for coords in [
+        Coords::Centered,
+        Coords::Rescale {
+            ref_rows: 16,
+            ref_cols: 16,
+        },
+    ] {
+        let config = Axial2d::ROPE_VIT.with_coords(coords);
+        let mut storage = vec![[7.0f32; 2]; entries];
+        assert_eq!(
+            AxialTableRef::build(&mut storage, &config, 4, wide).err(),
+            Some(Error::ShapeOverflow),
+            "{coords:?}"
+        );
+        assert!(
+            storage.iter().all(|e| *e == [7.0, 7.0]),
+            "storage written on error"
+        );
+        let side = Grid::new(1, 65_535);
+        let mut storage = vec![[7.0f32; 2]; AxialTableRef::storage_len(4, side).unwrap()];
+        assert!(AxialTableRef::build(&mut storage, &config, 4, side).is_ok());
+    }
+}

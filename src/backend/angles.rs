@@ -148,18 +148,29 @@ impl AngleSource for AxialGrid<'_> {
         } else {
             (0, width)
         };
-        let block_tokens = (AXIAL_BLOCK_BYTES / 4 / token_len).clamp(1, self.grid_cols);
-        let (Some(row_len), Some(block_len)) = (
-            self.grid_cols.checked_mul(token_len),
-            block_tokens.checked_mul(token_len),
-        ) else {
+        let Some(row_len) = self.grid_cols.checked_mul(token_len).filter(|&n| n != 0) else {
             return;
         };
-        if row_len == 0 || block_len == 0 {
+        let grid_rows = x
+            .chunks_exact_mut(row_len)
+            .zip(self.rows.chunks_exact(width));
+        if cfg!(target_os = "none") {
+            // Bare metal (no data cache to block for, and flash is scarce): the row section
+            // of a whole grid row in one call, then each token's column section.
+            for (grid_row, row) in grid_rows {
+                rotate_pairs::<K>(grid_row, head_dim, layout, row_pair, row, dir);
+                let tokens = grid_row.chunks_exact_mut(token_len);
+                for (token, col) in tokens.zip(self.cols.chunks_exact(width)) {
+                    rotate_pairs::<K>(token, head_dim, layout, col_pair, col, dir);
+                }
+            }
             return;
         }
-        let grid_rows = x.chunks_exact_mut(row_len);
-        for (grid_row, row) in grid_rows.zip(self.rows.chunks_exact(width)) {
+        let block_tokens = (AXIAL_BLOCK_BYTES / 4 / token_len).clamp(1, self.grid_cols);
+        let Some(block_len) = block_tokens.checked_mul(token_len).filter(|&n| n != 0) else {
+            return;
+        };
+        for (grid_row, row) in grid_rows {
             let mut cols = self.cols;
             for block in grid_row.chunks_mut(block_len) {
                 let (row, col) = ((row_pair, row), (col_pair, cols));
