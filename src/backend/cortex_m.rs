@@ -162,6 +162,23 @@ macro_rules! half_loop {
     };
 }
 
+/// `asm!` with `$operands`, s0–s23 clobbered (every loop above uses them) and no stack use.
+macro_rules! asm_s0_s23 {
+    ($template:expr, $($operands:tt)*) => {
+        asm!(
+            $template,
+            $($operands)*
+            out("s0") _, out("s1") _, out("s2") _, out("s3") _,
+            out("s4") _, out("s5") _, out("s6") _, out("s7") _,
+            out("s8") _, out("s9") _, out("s10") _, out("s11") _,
+            out("s12") _, out("s13") _, out("s14") _, out("s15") _,
+            out("s16") _, out("s17") _, out("s18") _, out("s19") _,
+            out("s20") _, out("s21") _, out("s22") _, out("s23") _,
+            options(nostack),
+        )
+    };
+}
+
 /// Rotates pairs `0 .. pairs` of `heads` interleaved heads starting at `x`, head stride
 /// `head_bytes`, by the entries at `table`.
 ///
@@ -184,7 +201,7 @@ unsafe fn interleaved(
         // SAFETY: the loop touches exactly the memory the caller guarantees (see the
         // function's contract); s0–s23 and the scratch registers are declared clobbered.
         Direction::Forward => unsafe {
-            asm!(
+            asm_s0_s23!(
                 interleaved!("vmls", "vmla"),
                 x = inout(reg) x => _,
                 t = in(reg) table,
@@ -193,18 +210,11 @@ unsafe fn interleaved(
                 heads = inout(reg) heads => _,
                 tc = out(reg) _,
                 n = out(reg) _,
-                out("s0") _, out("s1") _, out("s2") _, out("s3") _,
-                out("s4") _, out("s5") _, out("s6") _, out("s7") _,
-                out("s8") _, out("s9") _, out("s10") _, out("s11") _,
-                out("s12") _, out("s13") _, out("s14") _, out("s15") _,
-                out("s16") _, out("s17") _, out("s18") _, out("s19") _,
-                out("s20") _, out("s21") _, out("s22") _, out("s23") _,
-                options(nostack),
             )
         },
         // SAFETY: as above.
         Direction::Inverse => unsafe {
-            asm!(
+            asm_s0_s23!(
                 interleaved!("vmla", "vmls"),
                 x = inout(reg) x => _,
                 t = in(reg) table,
@@ -213,13 +223,6 @@ unsafe fn interleaved(
                 heads = inout(reg) heads => _,
                 tc = out(reg) _,
                 n = out(reg) _,
-                out("s0") _, out("s1") _, out("s2") _, out("s3") _,
-                out("s4") _, out("s5") _, out("s6") _, out("s7") _,
-                out("s8") _, out("s9") _, out("s10") _, out("s11") _,
-                out("s12") _, out("s13") _, out("s14") _, out("s15") _,
-                out("s16") _, out("s17") _, out("s18") _, out("s19") _,
-                out("s20") _, out("s21") _, out("s22") _, out("s23") _,
-                options(nostack),
             )
         },
     }
@@ -249,7 +252,7 @@ unsafe fn half(
     // SAFETY: the loop touches exactly the memory the caller guarantees (see the function's
     // contract); s0–s23 and the scratch registers are declared clobbered.
     unsafe {
-        asm!(
+        asm_s0_s23!(
             half_loop!("vmls", "vmla"),
             x = inout(reg) lo => _,
             hi = inout(reg) hi => _,
@@ -259,13 +262,6 @@ unsafe fn half(
             heads = inout(reg) heads => _,
             tc = out(reg) _,
             n = out(reg) _,
-            out("s0") _, out("s1") _, out("s2") _, out("s3") _,
-            out("s4") _, out("s5") _, out("s6") _, out("s7") _,
-            out("s8") _, out("s9") _, out("s10") _, out("s11") _,
-            out("s12") _, out("s13") _, out("s14") _, out("s15") _,
-            out("s16") _, out("s17") _, out("s18") _, out("s19") _,
-            out("s20") _, out("s21") _, out("s22") _, out("s23") _,
-            options(nostack),
         )
     }
 }
