@@ -195,6 +195,7 @@ pub(crate) fn div_u128(n: u128, d: u64) -> Option<u128> {
 /// `(a · b) >> 63` for Q1.63 `b`; `a` unsigned Q64.64 below `2^96` (what
 /// [`radians_to_turns`] returns: below `2^32 / 2π` turns).
 pub(crate) fn mul_q63(a: u128, b: u64) -> Turns {
+    debug_assert!(a >> 96 == 0, "frequency scale out of range");
     let high = u128::from((a >> 64) as u32) * u128::from(b);
     let low = (u128::from(a as u64) * u128::from(b)) >> 63;
     Turns(((high << 1) + low) as i128)
