@@ -3,7 +3,12 @@
 #   1. Miri (undefined behaviour, out-of-bounds and aliasing checks) over the lib tests,
 #      tests/errors.rs and tests/backends.rs: once as built by default (scalar, portable on
 #      SSE2; AVX2 not detected under Miri), once with AVX2 + FMA enabled at compile time (the
-#      avx2 backend's intrinsics and `unsafe` pointer code, portable on AVX).
+#      avx2 backend's intrinsics and `unsafe` pointer code, portable on AVX), and once with
+#      AVX-512 enabled as well (the avx512 backend's intrinsics, masked loads and stores and
+#      pointer code; `wide` needs AVX-512BW/DQ/VL enabled alongside AVX-512F to compile).
+#      Miri does not implement `vpermt2ps` (`llvm.x86.avx512.vpermi2var.ps.512`), so under
+#      Miri the avx512 backend de-interleaves half-layout tables with three shuffles Miri does
+#      implement instead (registers only: every memory access is the native one).
 #      NEON is not run under Miri: Miri can interpret aarch64 code (`--target
 #      aarch64-unknown-linux-gnu`, from any host) and runs the neon interleaved kernels, but it
 #      does not implement `vld2q_f32` (`llvm.aarch64.neon.ld2.v4f32.p0`), which the half-layout
@@ -48,8 +53,12 @@ if [[ "$(uname -m)" == x86_64 ]]; then
     step "miri: + avx2 backend, RUSTFLAGS='-C target-feature=+avx2,+fma' (same tests)"
     CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="-C target-feature=+avx2,+fma" \
         cargo +nightly miri test "${MIRI_TESTS[@]}"
+    step "miri: + avx512 backend, RUSTFLAGS='-C target-feature=+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx2,+fma'"
+    CARGO_TARGET_DIR=target/miri-avx512 \
+        RUSTFLAGS="-C target-feature=+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx2,+fma" \
+        cargo +nightly miri test "${MIRI_TESTS[@]}"
 else
-    step "miri: avx2 backend skipped (host is $(uname -m), not x86_64)"
+    step "miri: avx2 and avx512 backends skipped (host is $(uname -m), not x86_64)"
 fi
 
 step "fuzz: build every target"

@@ -3,13 +3,14 @@
 //! `rope2d/<shape>` (2-D axial, interleaved, rope-vit convention) for four shapes, each with
 //! - `stream`: in-place `x = -x` over the same buffer, the floor for an in-place kernel. On
 //!   x86_64 with AVX2 it is compiled with `#[target_feature(enable = "avx2,fma")]`, the
-//!   features of the fastest backend (LLVM vectorises it to 256-bit loads, `vxorps`, stores);
-//! - `stream_avx512` (CPUs with AVX-512F only): the same loop with 512-bit vectors, the floor
-//!   comparable to glibc's memcpy, which uses AVX-512 where it exists;
+//!   features of the `avx2` backend (LLVM vectorises it to 256-bit loads, `vxorps`, stores);
+//! - `stream_avx512` (CPUs with AVX-512F only, every group): the same loop with 512-bit
+//!   vectors, the floor for the `avx512` backend — and so for `auto` on such CPUs, which picks
+//!   `avx512` — and the one comparable to glibc's memcpy, which uses AVX-512 where it exists;
 //! - `memcpy`: `copy_from_slice` between two 64-byte-aligned buffers of the same size whose
 //!   distance is ≡ 2048 (mod 4096) bytes (glibc's memcpy is far slower at ≡ 16);
-//! - `scalar`, `portable`, `avx2` / `neon` (when the CPU has it): the backend chosen with
-//!   `with_backend`; `auto`: what a table uses by default.
+//! - `scalar`, `portable`, `avx2`, `avx512` / `neon` (when the CPU has it): the backend
+//!   chosen with `with_backend`; `auto`: what a table uses by default.
 //!
 //! Every data buffer starts on a 64-byte boundary. Also: building the 14×14, d = 64 table,
 //! the half layout and RoPE-Mixed at ViT-S, and 1-D at 4096 positions × 16 heads × d = 128.
@@ -77,8 +78,9 @@ fn stream(x: &mut [f32]) {
     }
 }
 
-/// `x = -x` with AVX-512 (`stream_avx512`, only on CPUs that have it): no backend uses
-/// AVX-512, but glibc's memcpy does, so this is the in-place floor comparable to `memcpy`.
+/// `x = -x` with AVX-512 (`stream_avx512`, only on CPUs that have it): the in-place floor
+/// for the `avx512` backend (and `auto` where it picks it), and the one comparable to glibc's
+/// memcpy, which uses AVX-512 too.
 #[cfg(target_arch = "x86_64")]
 fn stream_avx512(x: &mut [f32]) {
     #[target_feature(enable = "avx512f")]
@@ -169,12 +171,13 @@ fn configure(group: &mut BenchmarkGroup<'_, WallTime>, bytes: usize) {
     group.measurement_time(Duration::from_millis(ms));
 }
 
-/// `stream`, and (for the main shapes) `memcpy`, over a buffer of `len` floats.
+/// `stream`, `stream_avx512` (CPUs with AVX-512F) and (for the main shapes) `memcpy`, over a
+/// buffer of `len` floats.
 fn baselines(group: &mut BenchmarkGroup<'_, WallTime>, len: usize, memcpy: bool) {
     let mut buf = Aligned::filled(len);
     group.bench_function("stream", |b| b.iter(|| stream(black_box(buf.get()))));
     #[cfg(target_arch = "x86_64")]
-    if memcpy && std::is_x86_feature_detected!("avx512f") {
+    if std::is_x86_feature_detected!("avx512f") {
         group.bench_function("stream_avx512", |b| {
             b.iter(|| stream_avx512(black_box(buf.get())))
         });

@@ -94,11 +94,12 @@
 //! A [`Backend`] runs every rotation: `Scalar` (the reference: no fused multiply-add, the same
 //! bits on every target; on Arm M-profile FPUs a hand-scheduled `vmla` loop with exactly that
 //! arithmetic), `Portable` (`wide` SIMD chosen at compile time, hosted targets only,
-//! bit-identical to scalar), `Avx2` (x86_64 AVX2 + FMA, feature `avx2`) and `Neon` (aarch64,
-//! feature `neon`); both arch features are on by default. [`Backend::auto`] picks AVX2 when
-//! the CPU has it (detected once and cached with `std`, else from the build's target
-//! features), then NEON on aarch64, else scalar; `with_backend` forces any available one.
-//! AVX2 and NEON produce identical bits and fuse one product per output, so each output is
+//! bit-identical to scalar), `Avx2` (x86_64 AVX2 + FMA, feature `avx2`), `Avx512` (x86_64
+//! AVX-512F + AVX2 + FMA, feature `avx512`) and `Neon` (aarch64, feature `neon`); the arch
+//! features are on by default. [`Backend::auto`] picks AVX-512, then AVX2, when the CPU has
+//! it (detected once and cached with `std`, else from the build's target features), then
+//! NEON on aarch64, else scalar; `with_backend` forces any available one. AVX2, AVX-512 and
+//! NEON produce identical bits and fuse one product per output, so each output is
 //! within `2⁻²²·(|a|+|b|) + 2⁻¹⁴⁸` of scalar, with NaN and infinities in the same places
 //! (except for results within an ulp of `f32` overflow).
 //!

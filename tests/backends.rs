@@ -6,9 +6,12 @@
 //!
 //! Allowed difference, per output (the bounds stated in each backend's module docs):
 //! - `portable`: none — same bits as scalar (NaN: NaN at the same place);
-//! - `avx2`, `neon` (one fused product per output):
+//! - `avx2`, `avx512`, `neon` (one fused product per output):
 //!   `|out − scalar| ≤ 2⁻²²·(|a| + |b|) + 2⁻¹⁴⁸`, `(a, b)` the input pair of the output;
 //!   NaN exactly where scalar has NaN, the same infinities where scalar has infinities.
+//!
+//! Also: `avx512` gives bit for bit the results of `avx2` (when the CPU has both), through
+//! every kind of rotation and every tail length.
 //!
 //! Under Miri (`.ci/hardening.sh`; about 1000× slower than native, floating point the
 //! slowest) every loop shrinks — fewer head dims, smaller grids, fewer tokens, one sub-slice
@@ -681,6 +684,14 @@ fn dispatch() {
             }
         }
     }
+    #[cfg(all(target_arch = "x86_64", feature = "avx512", feature = "std"))]
+    if std::is_x86_feature_detected!("avx512f")
+        && std::is_x86_feature_detected!("avx2")
+        && std::is_x86_feature_detected!("fma")
+    {
+        assert_eq!(auto.name(), "avx512");
+        return;
+    }
     #[cfg(all(target_arch = "x86_64", feature = "avx2", feature = "std"))]
     if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
         assert_eq!(auto.name(), "avx2");
@@ -724,6 +735,142 @@ fn fused_backends_are_not_scalar() {
                 "{} gave scalar's bits everywhere",
                 backend.name()
             );
+        }
+    }
+}
+
+/// `avx512` against `avx2`: the same bits (NaN at the same places), through axial, 1-D and
+/// RoPE-Mixed tables and direct axial rotation, both layouts and directions, every head dim
+/// from 4 (or 8) to 256 (every tail of every kernel) and special values. Skipped when this
+/// build or CPU lacks either backend.
+#[test]
+fn avx512_is_bit_identical_to_avx2() {
+    let by_name = |name: &str| {
+        Backend::ALL
+            .iter()
+            .copied()
+            .find(|b| b.name() == name && b.is_available())
+    };
+    let (Some(avx2), Some(avx512)) = (by_name("avx2"), by_name("avx512")) else {
+        eprintln!("avx512 or avx2 not available here: skipped");
+        return;
+    };
+    let same = |what: &str, op: &dyn Fn(Backend, &mut [f32]), input: &[f32]| {
+        let mut want = input.to_vec();
+        op(avx2, &mut want);
+        for &offset in OFFSETS {
+            let mut buf = vec![GUARD; input.len() + offset + 5];
+            buf[offset..offset + input.len()].copy_from_slice(input);
+            op(avx512, &mut buf[offset..offset + input.len()]);
+            let got = &buf[offset..offset + input.len()];
+            for (i, (w, g)) in want.iter().zip(got).enumerate() {
+                assert!(
+                    w.to_bits() == g.to_bits() || (w.is_nan() && g.is_nan()),
+                    "{what}: element {i}: avx2 {w:e}, avx512 {g:e}"
+                );
+            }
+            assert!(buf[..offset].iter().all(|&v| v == GUARD), "{what}: guard");
+            assert!(
+                buf[offset + input.len()..].iter().all(|&v| v == GUARD),
+                "{what}: guard"
+            );
+        }
+    };
+    let mut rng = Rng(11);
+    let grid = miri_grid(Grid::new(3, 5));
+    let n = grid.tokens().unwrap();
+    let dims: Vec<usize> = if cfg!(miri) {
+        vec![16, 36, 64]
+    } else {
+        (4..=256).step_by(2).collect()
+    };
+    for layout in LAYOUTS {
+        for &d in &dims {
+            let heads = 1 + d % 3;
+            let token = heads * d;
+            for &dir in dirs(layout) {
+                let x = if d % 8 == 0 {
+                    special_values(&mut rng, n * token)
+                } else {
+                    rng.values(n * token)
+                };
+                if d.is_multiple_of(4) {
+                    for order in [AxisOrder::RowFirst, AxisOrder::ColFirst] {
+                        let config = Axial2d::new(layout, order, 100.0);
+                        let mut storage =
+                            vec![[0f32; 2]; AxialTableRef::storage_len(d, grid).unwrap()];
+                        let table = AxialTableRef::build(&mut storage, &config, d, grid).unwrap();
+                        let what = format!("axial d={d} {layout:?} {order:?} {dir:?}");
+                        same(
+                            &what,
+                            &|b, buf| {
+                                table
+                                    .with_backend(b)
+                                    .unwrap()
+                                    .rotate(buf, Shape::heads(heads), dir)
+                                    .unwrap()
+                            },
+                            &x,
+                        );
+                    }
+                    let rope = AxialDirect::new(&axial_config(layout, d), d).unwrap();
+                    let coords: Vec<Coord> = (0..n)
+                        .map(|i| Coord {
+                            row: i as f32 * 0.75 - 2.0,
+                            col: 9.5 - i as f32 * 1.25,
+                        })
+                        .collect();
+                    same(
+                        &format!("direct axial d={d} {layout:?} {dir:?}"),
+                        &|b, buf| {
+                            rope.with_backend(b)
+                                .unwrap()
+                                .rotate(buf, Shape::heads(heads), &coords, dir)
+                                .unwrap()
+                        },
+                        &x,
+                    );
+                }
+                let config = Rope1d::new(layout, 10_000.0);
+                let mut storage = vec![[0f32; 2]; Rope1dTableRef::storage_len(d, n).unwrap()];
+                let table = Rope1dTableRef::build(&mut storage, &config, d, n).unwrap();
+                same(
+                    &format!("1-D d={d} {layout:?} {dir:?}"),
+                    &|b, buf| {
+                        table
+                            .with_backend(b)
+                            .unwrap()
+                            .rotate(buf, Shape::heads(heads), 0, dir)
+                            .unwrap()
+                    },
+                    &x,
+                );
+                let fx: Vec<f32> = (0..heads * d / 2).map(|_| rng.value()).collect();
+                let fy: Vec<f32> = (0..heads * d / 2).map(|_| rng.value()).collect();
+                let freqs = LearnedFreqs {
+                    heads,
+                    x: &fx,
+                    y: &fy,
+                };
+                let config = Mixed2d {
+                    layout,
+                    coords: Coords::Index,
+                };
+                let mut storage =
+                    vec![[0f32; 2]; MixedTableRef::storage_len(d, heads, grid).unwrap()];
+                let table = MixedTableRef::build(&mut storage, &config, d, grid, freqs).unwrap();
+                same(
+                    &format!("mixed d={d} {layout:?} {dir:?}"),
+                    &|b, buf| {
+                        table
+                            .with_backend(b)
+                            .unwrap()
+                            .rotate(buf, Shape::heads(heads), dir)
+                            .unwrap()
+                    },
+                    &x,
+                );
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Every SIMD backend against the scalar reference, through the public API, on arbitrary
 //! data: each backend in `Backend::ALL` other than `Scalar` that `is_available()` on this CPU
-//! (`portable` everywhere; `avx2` on x86_64 with AVX2 + FMA; `neon` on aarch64).
+//! (`portable` everywhere; `avx2` on x86_64 with AVX2 + FMA; `avx512` on x86_64 with
+//! AVX-512F + AVX2 + FMA; `neon` on aarch64).
 //!
 //! Per input: one table (`AxialTableRef`, `Rope1dTableRef`, `MixedTableRef`) or table-free
 //! rotor (`AxialDirect`, `Rope1dDirect`) with a fuzzed configuration (layout, axis order,
@@ -19,10 +20,10 @@
 //! and per output `w` (scalar) / `g` (backend), `(a, b)` the input pair of that output —
 //! the bounds stated in each backend's module docs (as in tests/backends.rs):
 //! - `portable`: `g` has exactly the bits of `w` (NaN: NaN at the same place, any payload);
-//! - `avx2`, `neon`: NaN exactly where scalar has NaN, the same infinity where scalar has an
+//! - `avx2`, `avx512`, `neon`: NaN exactly where scalar has NaN, the same infinity where scalar has an
 //!   infinity, else `|g − w| ≤ 2⁻²²·(|a| + |b|) + 2⁻¹⁴⁸`.
 //!
-//! Excluded, for the fused backends (`avx2`, `neon`) only: pairs whose finite inputs sum to
+//! Excluded, for the fused backends (`avx2`, `avx512`, `neon`) only: pairs whose finite inputs sum to
 //! more than 2¹²⁷ in magnitude (`|a| + |b|`, counting only the finite ones). Their exact
 //! products `a·c`, `b·s` and sums can come within an ulp of `f32::MAX` (RoPE-Mixed angle
 //! sums can exceed 1 by an ulp), where rounding once (fused) or twice (scalar) legitimately

@@ -185,17 +185,25 @@ registry! {
     /// features). One fused product per output: each differs from `Scalar` by at most
     /// `3·2⁻²⁴·(|a·c| + |b·s|)` (+`3·2⁻¹⁵⁰` for subnormals), `≤ 2⁻²²·(|a| + |b|)`.
     Avx2 => avx2, "avx2", cfg(all(feature = "avx2", target_arch = "x86_64"));
+    /// x86_64 AVX-512F (+ AVX2, FMA), detected like `Avx2`. The operations of `Avx2` on
+    /// 16-lane vectors: bit for bit the results of `Avx2`, with the same bound against `Scalar`.
+    Avx512 => avx512, "avx512", cfg(all(feature = "avx512", target_arch = "x86_64"));
     /// aarch64 NEON. Bit for bit the results of `Avx2`, with the same bound against `Scalar`.
     Neon => neon, "neon", cfg(all(feature = "neon", target_arch = "aarch64"));
 }
 
 impl Backend {
-    /// The fastest backend this build and CPU can run, in this order: `Avx2` (x86_64, when
-    /// the CPU has AVX2 and FMA), `Neon` (aarch64), else `Scalar` (which on Arm M-profile
+    /// The fastest backend this build and CPU can run, in this order: `Avx512` (x86_64, when
+    /// the CPU has AVX-512F, AVX2 and FMA), `Avx2` (x86_64, when the CPU has AVX2 and FMA),
+    /// `Neon` (aarch64), else `Scalar` (which on Arm M-profile
     /// cores with an FPU is the hand-scheduled `vmla` loop). `Portable` is never chosen
     /// automatically (it measured slower than `Scalar` on x86_64 with SSE2 only); select it
     /// with `with_backend`.
     pub fn auto() -> Self {
+        #[cfg(all(feature = "avx512", target_arch = "x86_64"))]
+        if avx512::is_available() {
+            return Backend::Avx512;
+        }
         #[cfg(all(feature = "avx2", target_arch = "x86_64"))]
         if avx2::is_available() {
             return Backend::Avx2;
