@@ -277,6 +277,9 @@ fn axial_grid_small_dims_both_orders() {
                 (Grid::new(3, 5), 3),
                 (Grid::new(2, 70), 1),
                 (Grid::new(2, 37), 2),
+                // d = 32: exactly the 4 KiB of duplicated column entries `Avx512` keeps on
+                // the stack (its whole-grid path); d = 64: twice that (its block path).
+                (Grid::new(2, 32), 2),
             ],
             &[8, 12, 16, 20, 24, 32, 48, 64],
         )

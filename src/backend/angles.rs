@@ -151,6 +151,23 @@ impl AngleSource for AxialGrid<'_> {
         let Some(row_len) = self.grid_cols.checked_mul(token_len).filter(|&n| n != 0) else {
             return;
         };
+        // Hosted targets: a kernel may rotate the whole grid in one call instead (every grid
+        // row has the same column entries, which it can then prepare once per call).
+        if !cfg!(target_os = "none")
+            && K::rotate_axial_grid(
+                x,
+                token_len,
+                head_dim,
+                layout,
+                (row_pair, self.rows),
+                (col_pair, self.cols),
+                width,
+                self.grid_cols,
+                dir,
+            )
+        {
+            return;
+        }
         let grid_rows = x
             .chunks_exact_mut(row_len)
             .zip(self.rows.chunks_exact(width));

@@ -7,7 +7,10 @@
 //! shorter than a vector use masked loads and stores (lanes outside the mask are neither read
 //! nor written) instead of narrower vectors. A token's angles are loaded once and reused for
 //! all of its heads, and axial grid rows whose sections fill whole vectors (head dims 32, 64
-//! and 128 interleaved, 64 and 128 half) are rotated in one pass.
+//! and 128 interleaved, 64 and 128 half) are rotated in one pass. For interleaved grids whose
+//! columns' entries fit in 4 KiB once duplicated (for example 8×8 at d = 32, 14×14 at
+//! d = 64), they are duplicated once per call onto the stack and the whole grid is rotated in
+//! one loop ([`grid_il`]), so the tokens spend no shuffles on their column entries.
 //!
 //! # Difference from [`Backend::Scalar`](super::Backend::Scalar)
 //!
@@ -27,6 +30,8 @@ use core::arch::x86_64::{
     _mm512_moveldup_ps, _mm512_mul_ps, _mm512_permute_ps, _mm512_set1_ps, _mm512_setzero_ps,
     _mm512_storeu_ps, _mm512_sub_ps, _mm512_add_ps,
 };
+
+use core::mem::MaybeUninit;
 
 use super::{AngleSource, Job, Kernel, drive};
 use crate::config::{Direction, Layout};
@@ -640,6 +645,120 @@ fn axial_half<const INV: bool, const C: usize>(
     }
 }
 
+/// The most column-entry vectors [`grid_il`] keeps on the stack (4 KiB): the duplicated
+/// `[cos, sin]` entries of a grid row's columns, 4 entries a vector.
+const GRID_DUP_VECTORS: usize = 64;
+
+/// Interleaved: rotates a whole axial grid (see [`Kernel::rotate_axial_grid`]), `8C` pairs a
+/// section, as [`axial_il`] rotates each grid row, but with every column's entries
+/// duplicated once per call into a stack buffer (the same for all grid rows) instead of once
+/// per token: the token loop loads `cc`, `ss` instead of shuffling them, which leaves the
+/// shuffle port to the pair swaps. Each pair gets the same operations on the same operands
+/// as in `axial_il`, so the results are the same.
+///
+/// Requires `grid_cols ≥ 1`, `grid_cols·8C ≤ min(4·GRID_DUP_VECTORS, cols.len())`,
+/// `grid_cols·token_len` not overflowing, `row_pair + 8C ≤ head_dim / 2`,
+/// `col_pair + 8C ≤ head_dim / 2` and `head_dim > 0` (established by the caller).
+#[inline(always)]
+fn grid_il<const INV: bool, const C: usize>(
+    x: &mut [f32],
+    token_len: usize,
+    head_dim: usize,
+    (row_pair, rows): (usize, &[[f32; 2]]),
+    (col_pair, cols): (usize, &[[f32; 2]]),
+    grid_cols: usize,
+) {
+    let width = 8 * C;
+    // The column entries, `2C` vectors a column (`cc`, `ss` of its `C` groups of 8), in
+    // grid-column order: group `i = t·C + j` (column `t`, entries `8j ..` of its chunk) is
+    // entries `8i .. 8i + 8` of `cols`. Only the first `grid_cols·2C ≤ GRID_DUP_VECTORS`
+    // are written, and only those are read.
+    let mut dup = [MaybeUninit::<__m512>::uninit(); GRID_DUP_VECTORS];
+    let tc = cols.as_ptr().cast::<f32>();
+    for (i, pair) in dup
+        .chunks_exact_mut(2)
+        .take(grid_cols * C)
+        .enumerate()
+    {
+        // SAFETY: `i < grid_cols·C`, so entries `8i .. 8i + 8 ≤ grid_cols·8C ≤ cols.len()`
+        // are the floats `16i .. 16i + 16` from `tc`.
+        let (cc, ss) = unsafe { dup8(tc.add(16 * i)) };
+        if let [c, s] = pair {
+            c.write(cc);
+            s.write(ss);
+        }
+    }
+    let dup = dup.as_ptr().cast::<__m512>();
+
+    let len = x.len();
+    let base = x.as_mut_ptr();
+    let tr = rows.as_ptr().cast::<f32>();
+    let (row_start, col_start) = (2 * row_pair, 2 * col_pair);
+    let row_len = grid_cols * token_len;
+    // SAFETY: AVX-512F: see `Avx512`.
+    let zero = unsafe { _mm512_setzero_ps() };
+    let (mut rc, mut rs) = ([zero; C], [zero; C]);
+    let (mut cc, mut cs) = ([zero; C], [zero; C]);
+    // Grid rows start at `start ≤ len` and take entries `entry ≤ rows.len()` of `rows`.
+    let mut start = 0;
+    let mut entry = 0;
+    while row_len <= len - start && width <= rows.len() - entry {
+        for j in 0..C {
+            // SAFETY: entries `entry .. entry + 8C ≤ rows.len()`, read as the floats
+            // `2·entry + 16j .. 2·entry + 16j + 16 ≤ 2·(entry + 8C)`.
+            (rc[j], rs[j]) = unsafe { dup8(tr.add(2 * entry + 16 * j)) };
+        }
+        let row_end = start + row_len;
+        let mut token = start;
+        let mut column = dup;
+        // `grid_cols` tokens: `token = start + t·token_len`, `column = dup + 2C·t`, `t <
+        // grid_cols`.
+        while token < row_end {
+            for j in 0..C {
+                // SAFETY: vectors `2C·t + 2j`, `+ 1 < 2C·grid_cols` of `dup`, written above.
+                unsafe {
+                    cc[j] = column.add(2 * j).read();
+                    cs[j] = column.add(2 * j + 1).read();
+                }
+            }
+            let end = token + token_len;
+            let mut head = token;
+            // Two heads per step, then one more if there is room; a partial head at the end
+            // of a token (not produced by the public API) is left alone, as in `section_il`.
+            while 2 * head_dim <= end - head {
+                for h in [head, head + head_dim] {
+                    for j in 0..C {
+                        // SAFETY: the heads at `head` and `head + head_dim` lie in `x`
+                        // (`head + 2·head_dim ≤ end ≤ row_end ≤ len`), and each section's
+                        // floats `s + 16j .. s + 16j + 16 ≤ s + 16C ≤ head_dim` (`s` =
+                        // `row_start` or `col_start`: `2·(pair + 8C) ≤ head_dim`).
+                        unsafe {
+                            il8::<INV>(base.add(h + row_start + 16 * j), rc[j], rs[j]);
+                            il8::<INV>(base.add(h + col_start + 16 * j), cc[j], cs[j]);
+                        }
+                    }
+                }
+                head += 2 * head_dim;
+            }
+            if head_dim <= end - head {
+                for j in 0..C {
+                    // SAFETY: as above, for the head at `head` (`head + head_dim ≤ end`).
+                    unsafe {
+                        il8::<INV>(base.add(head + row_start + 16 * j), rc[j], rs[j]);
+                        il8::<INV>(base.add(head + col_start + 16 * j), cc[j], cs[j]);
+                    }
+                }
+            }
+            token = end;
+            // SAFETY: at most `grid_cols` steps of `2C` from `dup`: within (or one past) the
+            // `GRID_DUP_VECTORS ≥ 2C·grid_cols` vectors of the buffer.
+            column = unsafe { column.add(2 * C) };
+        }
+        start = row_end;
+        entry += width;
+    }
+}
+
 impl Kernel for Avx512 {
     #[inline(always)]
     fn rotate_pairs(
@@ -742,6 +861,52 @@ impl Kernel for Avx512 {
         for (token, col) in x.chunks_exact_mut(token_len).zip(cols.chunks_exact(width)) {
             Self::rotate_pairs(token, head_dim, layout, col_pair, col, dir);
         }
+    }
+
+    #[inline(always)]
+    fn rotate_axial_grid(
+        x: &mut [f32],
+        token_len: usize,
+        head_dim: usize,
+        layout: Layout,
+        (row_pair, rows): (usize, &[[f32; 2]]),
+        (col_pair, cols): (usize, &[[f32; 2]]),
+        width: usize,
+        grid_cols: usize,
+        dir: Direction,
+    ) -> bool {
+        let room = |first: usize| {
+            first
+                .checked_add(width)
+                .is_some_and(|end| end <= head_dim / 2)
+        };
+        // Interleaved sections of 8, 16 or 32 pairs (head dims 32, 64, 128) whose duplicated
+        // column entries fit in `GRID_DUP_VECTORS`; anything else takes the block loop.
+        let fits = grid_cols
+            .checked_mul(width)
+            .is_some_and(|n| n <= 4 * GRID_DUP_VECTORS && n <= cols.len());
+        if layout != Layout::Interleaved
+            || head_dim == 0
+            || token_len == 0
+            || grid_cols == 0
+            || !fits
+            || grid_cols.checked_mul(token_len).is_none()
+            || !room(row_pair)
+            || !room(col_pair)
+        {
+            return false;
+        }
+        let (r, c) = ((row_pair, rows), (col_pair, cols));
+        match (dir, width) {
+            (Direction::Forward, 8) => grid_il::<false, 1>(x, token_len, head_dim, r, c, grid_cols),
+            (Direction::Inverse, 8) => grid_il::<true, 1>(x, token_len, head_dim, r, c, grid_cols),
+            (Direction::Forward, 16) => grid_il::<false, 2>(x, token_len, head_dim, r, c, grid_cols),
+            (Direction::Inverse, 16) => grid_il::<true, 2>(x, token_len, head_dim, r, c, grid_cols),
+            (Direction::Forward, 32) => grid_il::<false, 4>(x, token_len, head_dim, r, c, grid_cols),
+            (Direction::Inverse, 32) => grid_il::<true, 4>(x, token_len, head_dim, r, c, grid_cols),
+            _ => return false,
+        }
+        true
     }
 
     #[inline(always)]

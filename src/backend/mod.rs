@@ -61,6 +61,33 @@ pub(crate) trait Kernel {
         }
     }
 
+    /// Rotates a whole axial grid in one call, if this kernel has a path for its shape:
+    /// every grid row `r` of `x` (`grid_cols` tokens of `token_len` values, as many rows as
+    /// both `x` and `rows` have whole ones) as [`rotate_axial_block`] rotates it with the row
+    /// entries `rows[r·width .. (r + 1)·width]` and the column entries `cols` (the same for
+    /// every grid row). Returns `false`, touching nothing, when it has no such path; the
+    /// caller then runs its block loop. The provided implementation always does.
+    ///
+    /// This lets a kernel prepare the column entries once per call instead of once per grid
+    /// row (on hosted targets only: the bare-metal token loop never calls it).
+    ///
+    /// [`rotate_axial_block`]: Kernel::rotate_axial_block
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn rotate_axial_grid(
+        _x: &mut [f32],
+        _token_len: usize,
+        _head_dim: usize,
+        _layout: Layout,
+        _rows: (usize, &[[f32; 2]]),
+        _cols: (usize, &[[f32; 2]]),
+        _width: usize,
+        _grid_cols: usize,
+        _dir: Direction,
+    ) -> bool {
+        false
+    }
+
     /// Rotates every pair `k` of every head `h` in `x` by the sum of the angles
     /// `a[h·d/2 + k]` and `b[h·d/2 + k]` (RoPE-Mixed: `cos(α+β) = cαcβ − sαsβ`, …).
     fn rotate_pairs_summed(
