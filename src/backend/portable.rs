@@ -52,6 +52,9 @@ fn rotate1(a: &mut f32, b: &mut f32, [c, s]: [f32; 2], dir: Direction) {
     *b = x * s + y * c;
 }
 
+/// RoPE-Mixed angle sums are staged in chunks of this many pairs.
+const SUM_CHUNK: usize = 64;
+
 /// The scalar angle sum, for RoPE-Mixed.
 #[inline(always)]
 fn sum1([ca, sa]: [f32; 2], [cb, sb]: [f32; 2]) -> [f32; 2] {
@@ -166,14 +169,15 @@ impl Kernel for Portable {
         }
         let angles = a.chunks_exact(half).zip(b.chunks_exact(half));
         for (head, (a, b)) in x.chunks_exact_mut(head_dim).zip(angles) {
-            // Sum the angles 8 pairs at a time (scalar's formula and roundings), then rotate.
+            // Sum the angles (scalar's formula and roundings) a chunk at a time on the stack
+            // (512 B: a whole head up to d = 128, so one rotation call per head), then rotate.
             let mut start = 0;
-            for (a8, b8) in a.chunks(8).zip(b.chunks(8)) {
-                let mut sums = [[0f32; 2]; 8];
-                for ((s, &ea), &eb) in sums.iter_mut().zip(a8).zip(b8) {
+            for (a_chunk, b_chunk) in a.chunks(SUM_CHUNK).zip(b.chunks(SUM_CHUNK)) {
+                let mut sums = [[0f32; 2]; SUM_CHUNK];
+                for ((s, &ea), &eb) in sums.iter_mut().zip(a_chunk).zip(b_chunk) {
                     *s = sum1(ea, eb);
                 }
-                let count = a8.len();
+                let count = a_chunk.len();
                 rotate_section(head, head_dim, layout, start, &sums[..count], dir);
                 start += count;
             }
