@@ -854,13 +854,8 @@ impl Kernel for Avx512 {
             }
         }
         // Otherwise the provided implementation: the row section, then each token's columns.
-        Self::rotate_pairs(x, head_dim, layout, row_pair, row, dir);
-        if token_len == 0 || width == 0 {
-            return;
-        }
-        for (token, col) in x.chunks_exact_mut(token_len).zip(cols.chunks_exact(width)) {
-            Self::rotate_pairs(token, head_dim, layout, col_pair, col, dir);
-        }
+        let (row, cols) = ((row_pair, row), (col_pair, cols));
+        super::axial_block_by_sections::<Self>(x, token_len, head_dim, layout, row, cols, width, dir);
     }
 
     #[inline(always)]

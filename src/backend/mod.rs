@@ -52,13 +52,8 @@ pub(crate) trait Kernel {
     ) where
         Self: Sized,
     {
-        angles::rotate_pairs::<Self>(x, head_dim, layout, row_pair, row, dir);
-        if token_len == 0 || width == 0 {
-            return;
-        }
-        for (token, col) in x.chunks_exact_mut(token_len).zip(cols.chunks_exact(width)) {
-            angles::rotate_pairs::<Self>(token, head_dim, layout, col_pair, col, dir);
-        }
+        let (row, cols) = ((row_pair, row), (col_pair, cols));
+        axial_block_by_sections::<Self>(x, token_len, head_dim, layout, row, cols, width, dir);
     }
 
     /// Rotates a whole axial grid in one call, if this kernel has a path for its shape:
@@ -98,6 +93,30 @@ pub(crate) trait Kernel {
         b: &[[f32; 2]],
         dir: Direction,
     );
+}
+
+/// [`Kernel::rotate_axial_block`]'s provided implementation — the row section of the whole
+/// block in one call, then each token's column section — also the fallback of kernels that
+/// override it for some shapes only.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn axial_block_by_sections<K: Kernel>(
+    x: &mut [f32],
+    token_len: usize,
+    head_dim: usize,
+    layout: Layout,
+    (row_pair, row): (usize, &[[f32; 2]]),
+    (col_pair, cols): (usize, &[[f32; 2]]),
+    width: usize,
+    dir: Direction,
+) {
+    angles::rotate_pairs::<K>(x, head_dim, layout, row_pair, row, dir);
+    if token_len == 0 || width == 0 {
+        return;
+    }
+    for (token, col) in x.chunks_exact_mut(token_len).zip(cols.chunks_exact(width)) {
+        angles::rotate_pairs::<K>(token, head_dim, layout, col_pair, col, dir);
+    }
 }
 
 /// Validated work: `x` holds whole tokens of `token_len` values, one angle source entry each.
