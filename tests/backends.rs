@@ -264,24 +264,36 @@ fn axial_table_every_entry_point() {
 
 /// Axial grids with small head dims (whose row and column sections a backend may rotate in
 /// one pass) in both axis orders, and grid rows long enough to be split into several blocks.
+///
+/// `Avx512` rotates interleaved sections of d/4 = 8, 16 and 32 pairs and half-layout ones of
+/// 16 and 32 in one pass: in its whole-grid path when a grid row's column entries fit in the
+/// 4 KiB it keeps on the stack (interleaved `cols·d/4 ≤ 256`, half `≤ 512`), else in its
+/// block path. Every one of those shapes takes each path here at least once (natively; under
+/// Miri those of d = 32 and 64).
 #[test]
 fn axial_grid_small_dims_both_orders() {
     let mut rng = Rng(7);
-    // Under Miri: the dims of the one-pass paths (d/4 = 4 and 8) on a small grid, 2 heads
-    // (grid rows split into blocks only natively: that is safe code).
+    // Under Miri: d/4 = 4 (no one-pass path), 8 and 16; a grid whose rows take the whole-grid
+    // path and one of 33 columns whose rows do not (d = 32, 64: more than the 4 KiB), so each
+    // layout reaches both paths (grid rows split into blocks there only at d = 64).
     let (grids, dims): (&[(Grid, usize)], &[usize]) = if cfg!(miri) {
-        (&[(Grid::new(2, 3), 2)], &[16, 32])
+        (
+            &[(Grid::new(2, 3), 2), (Grid::new(1, 33), 1)],
+            &[16, 32, 64],
+        )
     } else {
         (
             &[
+                // Whole-grid path for every one-pass shape.
                 (Grid::new(3, 5), 3),
+                // Block path for every one-pass shape.
                 (Grid::new(2, 70), 1),
                 (Grid::new(2, 37), 2),
-                // d = 32: exactly the 4 KiB of duplicated column entries `Avx512` keeps on
-                // the stack (its whole-grid path); d = 64: twice that (its block path).
+                // Interleaved d = 32 and half d = 64: exactly the 4 KiB (whole-grid path);
+                // interleaved d = 64 and both layouts at d = 128: more (block path).
                 (Grid::new(2, 32), 2),
             ],
-            &[8, 12, 16, 20, 24, 32, 48, 64],
+            &[8, 12, 16, 20, 24, 32, 48, 64, 128],
         )
     };
     for &(grid, heads) in grids {

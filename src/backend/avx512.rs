@@ -7,10 +7,12 @@
 //! shorter than a vector use masked loads and stores (lanes outside the mask are neither read
 //! nor written) instead of narrower vectors. A token's angles are loaded once and reused for
 //! all of its heads, and axial grid rows whose sections fill whole vectors (head dims 32, 64
-//! and 128 interleaved, 64 and 128 half) are rotated in one pass. For interleaved grids whose
-//! columns' entries fit in 4 KiB once duplicated (for example 8×8 at d = 32, 14×14 at
-//! d = 64), they are duplicated once per call onto the stack and the whole grid is rotated in
-//! one loop ([`grid_il`]), so the tokens spend no shuffles on their column entries.
+//! and 128 interleaved, 64 and 128 half) are rotated in one pass ([`axial_block`]). For grids
+//! whose columns' entries fit in 4 KiB once duplicated (interleaved) or de-interleaved (half),
+//! for example 8×8 at d = 32 interleaved and 14×14 at d = 64 in both layouts, they are
+//! prepared once per call onto the stack and the whole grid is rotated in one loop
+//! ([`axial_grid`]), so the tokens spend no shuffles on their column entries. Both loops are
+//! written once for both layouts, over [`SectionLayout`].
 //!
 //! # Difference from [`Backend::Scalar`](super::Backend::Scalar)
 //!
@@ -25,15 +27,15 @@
 //! NaN and infinities propagate as in `Avx2`.
 
 use core::arch::x86_64::{
-    __m512, __mmask16, _mm512_fmadd_ps, _mm512_fmaddsub_ps, _mm512_fmsub_ps, _mm512_fmsubadd_ps,
-    _mm512_loadu_ps, _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps, _mm512_movehdup_ps,
-    _mm512_moveldup_ps, _mm512_mul_ps, _mm512_permute_ps, _mm512_set1_ps, _mm512_setzero_ps,
-    _mm512_storeu_ps, _mm512_sub_ps, _mm512_add_ps,
+    __m512, __mmask16, _mm512_add_ps, _mm512_fmadd_ps, _mm512_fmaddsub_ps, _mm512_fmsub_ps,
+    _mm512_fmsubadd_ps, _mm512_loadu_ps, _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps,
+    _mm512_movehdup_ps, _mm512_moveldup_ps, _mm512_mul_ps, _mm512_permute_ps, _mm512_set1_ps,
+    _mm512_setzero_ps, _mm512_storeu_ps, _mm512_sub_ps,
 };
 
 use core::mem::MaybeUninit;
 
-use super::{AngleSource, Job, Kernel, drive};
+use super::{AngleSource, Job, Kernel, axial_block_by_sections, drive};
 use crate::config::{Direction, Layout};
 
 /// The kernel type. Private to this module and never constructed: its methods are only
@@ -466,7 +468,10 @@ unsafe fn summed_il<const INV: bool>(p: *mut f32, ta: *const f32, tb: *const f32
     while k + 8 <= n {
         // SAFETY: floats `2k .. 2k + 16 ≤ 2n` of the head and of both tables.
         unsafe {
-            let c = sum8(_mm512_loadu_ps(ta.add(2 * k)), _mm512_loadu_ps(tb.add(2 * k)));
+            let c = sum8(
+                _mm512_loadu_ps(ta.add(2 * k)),
+                _mm512_loadu_ps(tb.add(2 * k)),
+            );
             let (cc, ss) = dup(c);
             il8::<INV>(p.add(2 * k), cc, ss);
         }
@@ -515,248 +520,363 @@ unsafe fn summed_half<const INV: bool>(p: *mut f32, ta: *const f32, tb: *const f
 }
 
 // ---------------------------------------------------------------------------------------
-// Axial blocks: both sections of every token in one pass.
+// Axial grids: both sections of every token in one pass, one loop for both layouts.
 // ---------------------------------------------------------------------------------------
 
-/// Interleaved: rotates, in one pass over a block of whole tokens, the row section
-/// (`8C` pairs from `row_pair`, entries `row`, shared) and the column section (`8C` pairs
-/// from `col_pair`, token `t` by entries `8C·t ..` of `cols`) of every head. The row entries
-/// stay in registers for the block, a token's column entries for its heads. Tokens past the
-/// last whole chunk of `cols` get the row section only.
+/// The `(c, s)` vectors that rotate one group of pairs (see [`SectionLayout`]).
+type Group = (__m512, __m512);
+
+/// How a layout's sections map onto vectors: a section is rotated in groups of `ENTRIES`
+/// pairs, each group by one `(c, s)` vector pair that [`load`](Self::load) makes from its
+/// `ENTRIES` `[cos, sin]` entries. Implemented by [`IlLayout`] and [`HalfLayout`].
+trait SectionLayout {
+    /// Pairs (and table entries) a group.
+    const ENTRIES: usize;
+
+    /// Whether [`token_sections`] rotates two heads a step (else one).
+    const TWO_HEADS: bool;
+
+    /// Loads the `ENTRIES` entries of one group as the vectors [`rotate`](Self::rotate)
+    /// takes.
+    ///
+    /// # Safety
+    ///
+    /// `t .. t + 2·ENTRIES` must be valid for reads.
+    unsafe fn load(t: *const f32) -> Group;
+
+    /// Rotates pairs `pair .. pair + ENTRIES` of the head at `head` (`half` pairs, `2·half`
+    /// floats) by a group's vectors from [`load`](Self::load), reversed if `INV`: the
+    /// operations [`rotate_pairs`](Kernel::rotate_pairs) performs on these pairs.
+    ///
+    /// # Safety
+    ///
+    /// `pair + ENTRIES ≤ half`, and `head .. head + 2·half` must be valid for reads and
+    /// writes.
+    unsafe fn rotate<const INV: bool>(head: *mut f32, pair: usize, half: usize, group: Group);
+
+    /// Rotates pairs `first .. first + angles.len()` of every head in `x` by `angles`
+    /// ([`section_il`] or [`section_half`]). Requires `first + angles.len() ≤ head_dim / 2`.
+    fn section<const INV: bool>(x: &mut [f32], head_dim: usize, first: usize, angles: &[[f32; 2]]);
+}
+
+/// Interleaved pairs `(v[2k], v[2k + 1])`: 8 a group, entries duplicated by [`dup8`],
+/// rotated by [`il8`].
+struct IlLayout;
+
+impl SectionLayout for IlLayout {
+    const ENTRIES: usize = 8;
+    const TWO_HEADS: bool = true;
+
+    #[inline(always)]
+    unsafe fn load(t: *const f32) -> Group {
+        // SAFETY: the caller guarantees the 16 floats `dup8` reads.
+        unsafe { dup8(t) }
+    }
+
+    #[inline(always)]
+    unsafe fn rotate<const INV: bool>(head: *mut f32, pair: usize, _: usize, (c, s): Group) {
+        // SAFETY: pairs `pair .. pair + 8 ≤ half` are the floats `2·pair .. 2·pair + 16 ≤
+        // 2·half` of the head, which the caller guarantees valid.
+        unsafe { il8::<INV>(head.add(2 * pair), c, s) }
+    }
+
+    #[inline(always)]
+    fn section<const INV: bool>(x: &mut [f32], head_dim: usize, first: usize, angles: &[[f32; 2]]) {
+        section_il::<INV>(x, head_dim, first, angles);
+    }
+}
+
+/// Half-layout pairs `(v[k], v[k + d/2])`: 16 a group, entries de-interleaved by
+/// [`split16`], rotated by [`half16`].
+struct HalfLayout;
+
+impl SectionLayout for HalfLayout {
+    const ENTRIES: usize = 16;
+    // Two heads a step keep eight row/column address streams live (interleaved: four), and
+    // measured about 15% slower than one on an 8×8 grid at d = 64, 2 heads.
+    const TWO_HEADS: bool = false;
+
+    #[inline(always)]
+    unsafe fn load(t: *const f32) -> Group {
+        // SAFETY: the caller guarantees the 32 floats `split16` reads.
+        unsafe { split16(t) }
+    }
+
+    #[inline(always)]
+    unsafe fn rotate<const INV: bool>(head: *mut f32, pair: usize, half: usize, (c, s): Group) {
+        // SAFETY: pairs `pair .. pair + 16 ≤ half` are the floats `pair .. pair + 16 ≤ half`
+        // and `half + pair .. half + pair + 16 ≤ 2·half` of the head, which the caller
+        // guarantees valid.
+        unsafe { half16::<INV>(head.add(pair), head.add(half + pair), c, s) }
+    }
+
+    #[inline(always)]
+    fn section<const INV: bool>(x: &mut [f32], head_dim: usize, first: usize, angles: &[[f32; 2]]) {
+        section_half::<INV>(x, head_dim, first, angles);
+    }
+}
+
+/// One section's entries as [`SectionLayout::load`] makes them: `C` groups, group `j` for
+/// pairs `ENTRIES·j ..` of the section.
+type Groups<const C: usize> = [Group; C];
+
+/// Loads `C` groups of layout `L` from consecutive `[cos, sin]` entries.
 ///
-/// Requires `row.len() = 8C`, `row_pair + 8C ≤ head_dim / 2`, `col_pair + 8C ≤ head_dim / 2`,
-/// `head_dim > 0` and `token_len` a non-zero multiple of `head_dim` (established by the
-/// caller).
+/// # Safety
+///
+/// `t .. t + 2C·L::ENTRIES` must be valid for reads.
 #[inline(always)]
-fn axial_il<const INV: bool, const C: usize>(
+unsafe fn load_groups<L: SectionLayout, const C: usize>(t: *const f32) -> Groups<C> {
+    // SAFETY: AVX-512F: see `Avx512`.
+    let zero = unsafe { _mm512_setzero_ps() };
+    let mut groups = [(zero, zero); C];
+    for (j, group) in groups.iter_mut().enumerate() {
+        // SAFETY: group `j < C` is the floats `2·ENTRIES·j .. 2·ENTRIES·(j + 1) ≤ 2C·ENTRIES`
+        // from `t`, which the caller guarantees readable.
+        *group = unsafe { L::load(t.add(2 * L::ENTRIES * j)) };
+    }
+    groups
+}
+
+/// Rotates group `j` of the row section (pairs `row_pair ..`, by `rows`) and of the column
+/// section (pairs `col_pair ..`, by `cols`) of the head at `head` (`2·half` floats), for
+/// every `j < C`.
+///
+/// # Safety
+///
+/// `head .. head + 2·half` must be valid for reads and writes, and `row_pair + C·L::ENTRIES
+/// ≤ half`, `col_pair + C·L::ENTRIES ≤ half`.
+#[inline(always)]
+unsafe fn head_sections<L: SectionLayout, const INV: bool, const C: usize>(
+    head: *mut f32,
+    half: usize,
+    (row_pair, rows): (usize, &Groups<C>),
+    (col_pair, cols): (usize, &Groups<C>),
+) {
+    for j in 0..C {
+        // SAFETY: both groups' pairs end at `pair + ENTRIES·(j + 1) ≤ pair + C·ENTRIES ≤
+        // half`, in the head the caller guarantees valid.
+        unsafe {
+            L::rotate::<INV>(head, row_pair + L::ENTRIES * j, half, rows[j]);
+            L::rotate::<INV>(head, col_pair + L::ENTRIES * j, half, cols[j]);
+        }
+    }
+}
+
+/// [`head_sections`] for every whole head in `x[token .. end]`, two heads a step if
+/// [`SectionLayout::TWO_HEADS`]; a partial head at the end (not produced by the public API)
+/// is left alone, as [`section_il`] and [`section_half`] leave it.
+///
+/// # Safety
+///
+/// `x + token .. x + end` must be valid for reads and writes (`token ≤ end`),
+/// `0 < head_dim ≤ isize::MAX`, and `row_pair + C·L::ENTRIES ≤ head_dim / 2`,
+/// `col_pair + C·L::ENTRIES ≤ head_dim / 2`.
+#[inline(always)]
+unsafe fn token_sections<L: SectionLayout, const INV: bool, const C: usize>(
+    x: *mut f32,
+    (token, end): (usize, usize),
+    head_dim: usize,
+    rows: (usize, &Groups<C>),
+    cols: (usize, &Groups<C>),
+) {
+    let half = head_dim / 2;
+    let mut head = token;
+    if L::TWO_HEADS {
+        while 2 * head_dim <= end - head {
+            // SAFETY: `head + 2·head_dim ≤ end`: the heads at `head` and `head + head_dim`,
+            // each `head_dim ≥ 2·half` floats, lie in the token; the sections fit (caller).
+            unsafe {
+                head_sections::<L, INV, C>(x.add(head), half, rows, cols);
+                head_sections::<L, INV, C>(x.add(head + head_dim), half, rows, cols);
+            }
+            head += 2 * head_dim;
+        }
+        if head_dim <= end - head {
+            // SAFETY: as above, for the head at `head` (`head + head_dim ≤ end`).
+            unsafe { head_sections::<L, INV, C>(x.add(head), half, rows, cols) };
+        }
+    } else {
+        while head_dim <= end - head {
+            // SAFETY: as above, for the head at `head` (`head + head_dim ≤ end`).
+            unsafe { head_sections::<L, INV, C>(x.add(head), half, rows, cols) };
+            head += head_dim;
+        }
+    }
+}
+
+/// Whether a section of `width` pairs from `first` fits in a head of `head_dim` values.
+#[inline(always)]
+fn fits(first: usize, width: usize, head_dim: usize) -> bool {
+    first
+        .checked_add(width)
+        .is_some_and(|end| end <= head_dim / 2)
+}
+
+/// [`Kernel::rotate_axial_block`] in one pass, `C` groups of layout `L` a section: rotates
+/// the row section (`width = C·L::ENTRIES` pairs from `row_pair`, entries `row`, shared) and
+/// the column section (`width` pairs from `col_pair`, token `t` by entries `width·t ..` of
+/// `cols`) of every head of a block of whole tokens. The row entries stay in registers for
+/// the block, a token's column entries for its heads. Tokens past the last whole chunk of
+/// `cols` get the row section only. Each pair gets the operations of `rotate_pairs`, so
+/// the results are the same.
+///
+/// Returns `false`, touching nothing, unless `row.len() = width`, both sections fit in a
+/// head, `0 < head_dim ≤ x.len()` and `token_len` is a non-zero multiple of `head_dim`; the
+/// caller then rotates the sections one by one (which does nothing if `head_dim > x.len()`).
+#[inline(always)]
+fn axial_block<L: SectionLayout, const INV: bool, const C: usize>(
     x: &mut [f32],
     token_len: usize,
     head_dim: usize,
     (row_pair, row): (usize, &[[f32; 2]]),
     (col_pair, cols): (usize, &[[f32; 2]]),
-) {
-    let width = 8 * C;
-    let len = x.len();
-    let (row_start, col_start) = (2 * row_pair, 2 * col_pair);
-    let base = x.as_mut_ptr();
-    let (tr, tc) = (row.as_ptr().cast::<f32>(), cols.as_ptr().cast::<f32>());
-    // SAFETY: AVX-512F: see `Avx512`.
-    let zero = unsafe { _mm512_setzero_ps() };
-    let (mut rc, mut rs) = ([zero; C], [zero; C]);
-    for j in 0..C {
-        // SAFETY: `row` has `8C` entries, `16C` floats: `16j + 16 ≤ 16C`.
-        (rc[j], rs[j]) = unsafe { dup8(tr.add(16 * j)) };
+) -> bool {
+    let width = C * L::ENTRIES;
+    if head_dim == 0
+        || head_dim > x.len()
+        || token_len == 0
+        || !token_len.is_multiple_of(head_dim)
+        || row.len() != width
+        || !fits(row_pair, width, head_dim)
+        || !fits(col_pair, width, head_dim)
+    {
+        return false;
     }
-    let (mut cc, mut cs) = ([zero; C], [zero; C]);
+    let len = x.len();
+    let base = x.as_mut_ptr();
+    let tc = cols.as_ptr().cast::<f32>();
+    // SAFETY: `row` has `width = C·ENTRIES` entries, `2C·ENTRIES` floats.
+    let row_groups = (row_pair, &unsafe {
+        load_groups::<L, C>(row.as_ptr().cast())
+    });
     // `token ≤ len` and `entry ≤ cols.len()` throughout.
     let mut token = 0;
     let mut entry = 0;
     while token_len <= len - token && width <= cols.len() - entry {
-        for j in 0..C {
-            // SAFETY: entries `entry .. entry + 8C ≤ cols.len()`, read as the floats
-            // `2·entry + 16j .. 2·entry + 16j + 16 ≤ 2·(entry + 8C)`.
-            (cc[j], cs[j]) = unsafe { dup8(tc.add(2 * entry + 16 * j)) };
-        }
+        // SAFETY: entries `entry .. entry + width ≤ cols.len()`: `2C·ENTRIES` floats from
+        // `tc + 2·entry`.
+        let col = (col_pair, &unsafe { load_groups::<L, C>(tc.add(2 * entry)) });
         let end = token + token_len;
-        let mut head = token;
-        // Two heads per step, then the last one if their number is odd.
-        while 2 * head_dim <= end - head {
-            for h in [head, head + head_dim] {
-                for j in 0..C {
-                    // SAFETY: the heads at `head` and `head + head_dim` lie in `x`
-                    // (`head + 2·head_dim ≤ end ≤ len`), and both sections' floats
-                    // `start + 16j .. start + 16j + 16 ≤ start + 16C ≤ head_dim`.
-                    unsafe {
-                        il8::<INV>(base.add(h + row_start + 16 * j), rc[j], rs[j]);
-                        il8::<INV>(base.add(h + col_start + 16 * j), cc[j], cs[j]);
-                    }
-                }
-            }
-            head += 2 * head_dim;
-        }
-        if head < end {
-            for j in 0..C {
-                // SAFETY: as above, for the head at `head` (`head + head_dim ≤ end`, `token_len`
-                // a multiple of `head_dim`).
-                unsafe {
-                    il8::<INV>(base.add(head + row_start + 16 * j), rc[j], rs[j]);
-                    il8::<INV>(base.add(head + col_start + 16 * j), cc[j], cs[j]);
-                }
-            }
-        }
+        // SAFETY: the token's floats `token .. end ≤ len` lie in `x`; `0 < head_dim ≤ len ≤
+        // isize::MAX` and both sections fit in a head (checked above).
+        unsafe { token_sections::<L, INV, C>(base, (token, end), head_dim, row_groups, col) };
         token = end;
         entry += width;
     }
     if let Some(rest) = x.get_mut(token..) {
-        section_il::<INV>(rest, head_dim, row_pair, row);
+        L::section::<INV>(rest, head_dim, row_pair, row);
     }
+    true
 }
 
-/// [`axial_il`] for the half layout, `16C` pairs per section, pairs `(v[k], v[k + d/2])`.
-///
-/// Requires what `axial_il` does, with `16C` for `8C`.
-#[inline(always)]
-fn axial_half<const INV: bool, const C: usize>(
-    x: &mut [f32],
-    token_len: usize,
-    head_dim: usize,
-    (row_pair, row): (usize, &[[f32; 2]]),
-    (col_pair, cols): (usize, &[[f32; 2]]),
-) {
-    let width = 16 * C;
-    let half = head_dim / 2;
-    let len = x.len();
-    let base = x.as_mut_ptr();
-    let (tr, tc) = (row.as_ptr().cast::<f32>(), cols.as_ptr().cast::<f32>());
-    // SAFETY: AVX-512F: see `Avx512`.
-    let zero = unsafe { _mm512_setzero_ps() };
-    let (mut rc, mut rs) = ([zero; C], [zero; C]);
-    for j in 0..C {
-        // SAFETY: `row` has `16C` entries, `32C` floats: `32j + 32 ≤ 32C`.
-        (rc[j], rs[j]) = unsafe { split16(tr.add(32 * j)) };
-    }
-    let (mut cc, mut cs) = ([zero; C], [zero; C]);
-    let mut token = 0;
-    let mut entry = 0;
-    while token_len <= len - token && width <= cols.len() - entry {
-        for j in 0..C {
-            // SAFETY: entries `entry .. entry + 16C ≤ cols.len()`.
-            (cc[j], cs[j]) = unsafe { split16(tc.add(2 * entry + 32 * j)) };
-        }
-        let end = token + token_len;
-        let mut head = token;
-        while head < end {
-            for j in 0..C {
-                let (r, c) = (head + row_pair + 16 * j, head + col_pair + 16 * j);
-                // SAFETY: the head at `head` lies in `x` (as in `axial_il`); each section's
-                // floats `pair + 16j .. pair + 16C ≤ half` and the same `+ half ≤ head_dim`.
-                unsafe {
-                    half16::<INV>(base.add(r), base.add(r + half), rc[j], rs[j]);
-                    half16::<INV>(base.add(c), base.add(c + half), cc[j], cs[j]);
-                }
-            }
-            head += head_dim;
-        }
-        token = end;
-        entry += width;
-    }
-    if let Some(rest) = x.get_mut(token..) {
-        section_half::<INV>(rest, head_dim, row_pair, row);
-    }
-}
-
-/// The most column-entry vectors [`grid_il`] keeps on the stack (4 KiB): the duplicated
-/// `[cos, sin]` entries of a grid row's columns, 4 entries a vector.
+/// The most column-entry vectors [`axial_grid`] keeps on the stack (4 KiB), as
+/// [`SectionLayout::load`] makes them: 4 entries a vector interleaved (duplicated), 8 in the
+/// half layout (de-interleaved).
 const GRID_DUP_VECTORS: usize = 64;
 
-/// Interleaved: rotates a whole axial grid (see [`Kernel::rotate_axial_grid`]), `8C` pairs a
-/// section, as [`axial_il`] rotates each grid row, but with every column's entries
-/// duplicated once per call into a stack buffer (the same for all grid rows) instead of once
-/// per token: the token loop loads `cc`, `ss` instead of shuffling them, which leaves the
-/// shuffle port to the pair swaps. Each pair gets the same operations on the same operands
-/// as in `axial_il`, so the results are the same.
+/// [`Kernel::rotate_axial_grid`], `C` groups of layout `L` a section: rotates each grid row
+/// as [`axial_block`] rotates a block, but with every column's entries loaded
+/// ([`SectionLayout::load`]: duplicated or de-interleaved) once per call into a stack buffer
+/// (the same for all grid rows) instead of once per token: the token loop reads its column
+/// vectors instead of shuffling them, which leaves the shuffle port to the pairs. Each pair
+/// gets the same operations on the same operands as in `axial_block`, so the results are
+/// the same.
 ///
-/// Requires `grid_cols ≥ 1`, `grid_cols·8C ≤ min(4·GRID_DUP_VECTORS, cols.len())`,
-/// `grid_cols·token_len` not overflowing, `row_pair + 8C ≤ head_dim / 2`,
-/// `col_pair + 8C ≤ head_dim / 2` and `head_dim > 0` (established by the caller).
+/// Returns `false`, touching nothing, unless `0 < head_dim ≤ x.len()`, `token_len` and
+/// `grid_cols` are non-zero, `grid_cols·token_len` does not overflow, the columns'
+/// `2C·grid_cols` vectors fit in `GRID_DUP_VECTORS` and their entries in `cols`, and both
+/// sections fit in a head; the caller then runs its block loop.
 #[inline(always)]
-fn grid_il<const INV: bool, const C: usize>(
+fn axial_grid<L: SectionLayout, const INV: bool, const C: usize>(
     x: &mut [f32],
     token_len: usize,
     head_dim: usize,
     (row_pair, rows): (usize, &[[f32; 2]]),
     (col_pair, cols): (usize, &[[f32; 2]]),
     grid_cols: usize,
-) {
-    let width = 8 * C;
-    // The column entries, `2C` vectors a column (`cc`, `ss` of its `C` groups of 8), in
-    // grid-column order: group `i = t·C + j` (column `t`, entries `8j ..` of its chunk) is
-    // entries `8i .. 8i + 8` of `cols`. Only the first `grid_cols·2C ≤ GRID_DUP_VECTORS`
-    // are written, and only those are read.
-    let mut dup = [MaybeUninit::<__m512>::uninit(); GRID_DUP_VECTORS];
-    let tc = cols.as_ptr().cast::<f32>();
-    for (i, pair) in dup
-        .chunks_exact_mut(2)
-        .take(grid_cols * C)
-        .enumerate()
+) -> bool {
+    let width = C * L::ENTRIES;
+    let Some(row_len) = grid_cols.checked_mul(token_len) else {
+        return false;
+    };
+    // `grid_cols·width` is computed only once `grid_cols ≤ GRID_DUP_VECTORS / 2C`.
+    if head_dim == 0
+        || head_dim > x.len()
+        || row_len == 0
+        || grid_cols > GRID_DUP_VECTORS / (2 * C)
+        || grid_cols * width > cols.len()
+        || !fits(row_pair, width, head_dim)
+        || !fits(col_pair, width, head_dim)
     {
-        // SAFETY: `i < grid_cols·C`, so entries `8i .. 8i + 8 ≤ grid_cols·8C ≤ cols.len()`
-        // are the floats `16i .. 16i + 16` from `tc`.
-        let (cc, ss) = unsafe { dup8(tc.add(16 * i)) };
-        if let [c, s] = pair {
-            c.write(cc);
-            s.write(ss);
-        }
+        return false;
     }
-    let dup = dup.as_ptr().cast::<__m512>();
+    // The column entries, `C` groups a column, in grid-column order: group `i = t·C + j`
+    // (column `t`, group `j` of its chunk) is entries `ENTRIES·i ..` of `cols`. Only the
+    // first `grid_cols·C ≤ GRID_DUP_VECTORS / 2` are written, and only those are read.
+    let mut buffer = [MaybeUninit::<Group>::uninit(); GRID_DUP_VECTORS / 2];
+    let tc = cols.as_ptr().cast::<f32>();
+    for (i, group) in buffer.iter_mut().take(grid_cols * C).enumerate() {
+        // SAFETY: `i < grid_cols·C`, so entries `ENTRIES·i .. ENTRIES·(i + 1) ≤
+        // grid_cols·width ≤ cols.len()` are the floats `2·ENTRIES·i ..` from `tc`.
+        group.write(unsafe { L::load(tc.add(2 * L::ENTRIES * i)) });
+    }
+    let buffer = buffer.as_ptr().cast::<Group>();
 
     let len = x.len();
     let base = x.as_mut_ptr();
     let tr = rows.as_ptr().cast::<f32>();
-    let (row_start, col_start) = (2 * row_pair, 2 * col_pair);
-    let row_len = grid_cols * token_len;
-    // SAFETY: AVX-512F: see `Avx512`.
-    let zero = unsafe { _mm512_setzero_ps() };
-    let (mut rc, mut rs) = ([zero; C], [zero; C]);
-    let (mut cc, mut cs) = ([zero; C], [zero; C]);
     // Grid rows start at `start ≤ len` and take entries `entry ≤ rows.len()` of `rows`.
     let mut start = 0;
     let mut entry = 0;
     while row_len <= len - start && width <= rows.len() - entry {
-        for j in 0..C {
-            // SAFETY: entries `entry .. entry + 8C ≤ rows.len()`, read as the floats
-            // `2·entry + 16j .. 2·entry + 16j + 16 ≤ 2·(entry + 8C)`.
-            (rc[j], rs[j]) = unsafe { dup8(tr.add(2 * entry + 16 * j)) };
-        }
+        // SAFETY: entries `entry .. entry + width ≤ rows.len()`: `2C·ENTRIES` floats from
+        // `tr + 2·entry`.
+        let row = (row_pair, &unsafe { load_groups::<L, C>(tr.add(2 * entry)) });
         let row_end = start + row_len;
         let mut token = start;
-        let mut column = dup;
-        // `grid_cols` tokens: `token = start + t·token_len`, `column = dup + 2C·t`, `t <
+        let mut column = buffer;
+        // `grid_cols` tokens: `token = start + t·token_len`, `column = buffer + C·t`, `t <
         // grid_cols`.
         while token < row_end {
-            for j in 0..C {
-                // SAFETY: vectors `2C·t + 2j`, `+ 1 < 2C·grid_cols` of `dup`, written above.
-                unsafe {
-                    cc[j] = column.add(2 * j).read();
-                    cs[j] = column.add(2 * j + 1).read();
-                }
-            }
+            // SAFETY: groups `C·t .. C·(t + 1) ≤ C·grid_cols` of the buffer, written above.
+            let col = (col_pair, &unsafe { column.cast::<Groups<C>>().read() });
             let end = token + token_len;
-            let mut head = token;
-            // Two heads per step, then one more if there is room; a partial head at the end
-            // of a token (not produced by the public API) is left alone, as in `section_il`.
-            while 2 * head_dim <= end - head {
-                for h in [head, head + head_dim] {
-                    for j in 0..C {
-                        // SAFETY: the heads at `head` and `head + head_dim` lie in `x`
-                        // (`head + 2·head_dim ≤ end ≤ row_end ≤ len`), and each section's
-                        // floats `s + 16j .. s + 16j + 16 ≤ s + 16C ≤ head_dim` (`s` =
-                        // `row_start` or `col_start`: `2·(pair + 8C) ≤ head_dim`).
-                        unsafe {
-                            il8::<INV>(base.add(h + row_start + 16 * j), rc[j], rs[j]);
-                            il8::<INV>(base.add(h + col_start + 16 * j), cc[j], cs[j]);
-                        }
-                    }
-                }
-                head += 2 * head_dim;
-            }
-            if head_dim <= end - head {
-                for j in 0..C {
-                    // SAFETY: as above, for the head at `head` (`head + head_dim ≤ end`).
-                    unsafe {
-                        il8::<INV>(base.add(head + row_start + 16 * j), rc[j], rs[j]);
-                        il8::<INV>(base.add(head + col_start + 16 * j), cc[j], cs[j]);
-                    }
-                }
-            }
+            // SAFETY: the token's floats `token .. end ≤ row_end ≤ len` lie in `x`; `0 <
+            // head_dim ≤ len ≤ isize::MAX` and both sections fit in a head (checked above).
+            unsafe { token_sections::<L, INV, C>(base, (token, end), head_dim, row, col) };
             token = end;
-            // SAFETY: at most `grid_cols` steps of `2C` from `dup`: within (or one past) the
-            // `GRID_DUP_VECTORS ≥ 2C·grid_cols` vectors of the buffer.
-            column = unsafe { column.add(2 * C) };
+            // SAFETY: at most `grid_cols` steps of `C` from `buffer`: within (or one past)
+            // its `GRID_DUP_VECTORS / 2 ≥ C·grid_cols` groups.
+            column = unsafe { column.add(C) };
         }
         start = row_end;
         entry += width;
     }
+    true
+}
+
+/// Runs `$pass::<L, INV, C>($args)` ([`axial_block`] or [`axial_grid`]) for the sections a
+/// one-pass loop takes — interleaved 8, 16 or 32 pairs (head dims 32, 64, 128), half 16 or
+/// 32 (head dims 64, 128), where the entries of both sections fit in registers — and
+/// `false` for any other `(layout, dir, width)`.
+macro_rules! one_pass {
+    ($layout:expr, $dir:expr, $width:expr, $pass:ident($($arg:expr),* $(,)?)) => {{
+        use {Direction::*, Layout::*};
+        match ($layout, $dir, $width) {
+            (Interleaved, Forward, 8) => $pass::<IlLayout, false, 1>($($arg),*),
+            (Interleaved, Inverse, 8) => $pass::<IlLayout, true, 1>($($arg),*),
+            (Interleaved, Forward, 16) => $pass::<IlLayout, false, 2>($($arg),*),
+            (Interleaved, Inverse, 16) => $pass::<IlLayout, true, 2>($($arg),*),
+            (Interleaved, Forward, 32) => $pass::<IlLayout, false, 4>($($arg),*),
+            (Interleaved, Inverse, 32) => $pass::<IlLayout, true, 4>($($arg),*),
+            (Half, Forward, 16) => $pass::<HalfLayout, false, 1>($($arg),*),
+            (Half, Inverse, 16) => $pass::<HalfLayout, true, 1>($($arg),*),
+            (Half, Forward, 32) => $pass::<HalfLayout, false, 2>($($arg),*),
+            (Half, Inverse, 32) => $pass::<HalfLayout, true, 2>($($arg),*),
+            _ => false,
+        }
+    }};
 }
 
 impl Kernel for Avx512 {
@@ -797,65 +917,22 @@ impl Kernel for Avx512 {
         token_len: usize,
         head_dim: usize,
         layout: Layout,
-        (row_pair, row): (usize, &[[f32; 2]]),
-        (col_pair, cols): (usize, &[[f32; 2]]),
+        row: (usize, &[[f32; 2]]),
+        cols: (usize, &[[f32; 2]]),
         width: usize,
         dir: Direction,
     ) {
-        use {Direction::*, Layout::*};
-        let room = |first: usize| {
-            first
-                .checked_add(width)
-                .is_some_and(|end| end <= head_dim / 2)
-        };
         // One pass for the sections that fill whole vectors and whose entries fit in
-        // registers; each pair gets the arithmetic of `rotate_pairs`, so the results are the
-        // same. (No check that `x` holds whole tokens: the loops stop at the last one.)
-        if head_dim != 0
-            && token_len != 0
-            && token_len.is_multiple_of(head_dim)
-            && row.len() == width
-            && room(row_pair)
-            && room(col_pair)
-        {
-            let (r, c) = ((row_pair, row), (col_pair, cols));
-            match (layout, dir, width) {
-                (Interleaved, Forward, 8) => {
-                    return axial_il::<false, 1>(x, token_len, head_dim, r, c);
-                }
-                (Interleaved, Inverse, 8) => {
-                    return axial_il::<true, 1>(x, token_len, head_dim, r, c);
-                }
-                (Interleaved, Forward, 16) => {
-                    return axial_il::<false, 2>(x, token_len, head_dim, r, c);
-                }
-                (Interleaved, Inverse, 16) => {
-                    return axial_il::<true, 2>(x, token_len, head_dim, r, c);
-                }
-                (Interleaved, Forward, 32) => {
-                    return axial_il::<false, 4>(x, token_len, head_dim, r, c);
-                }
-                (Interleaved, Inverse, 32) => {
-                    return axial_il::<true, 4>(x, token_len, head_dim, r, c);
-                }
-                (Half, Forward, 16) => {
-                    return axial_half::<false, 1>(x, token_len, head_dim, r, c);
-                }
-                (Half, Inverse, 16) => {
-                    return axial_half::<true, 1>(x, token_len, head_dim, r, c);
-                }
-                (Half, Forward, 32) => {
-                    return axial_half::<false, 2>(x, token_len, head_dim, r, c);
-                }
-                (Half, Inverse, 32) => {
-                    return axial_half::<true, 2>(x, token_len, head_dim, r, c);
-                }
-                _ => {}
-            }
+        // registers (no check that `x` holds whole tokens: the loop stops at the last one);
+        // otherwise the provided implementation: the row section, then each token's columns.
+        if !one_pass!(
+            layout,
+            dir,
+            width,
+            axial_block(x, token_len, head_dim, row, cols)
+        ) {
+            axial_block_by_sections::<Self>(x, token_len, head_dim, layout, row, cols, width, dir);
         }
-        // Otherwise the provided implementation: the row section, then each token's columns.
-        let (row, cols) = ((row_pair, row), (col_pair, cols));
-        super::axial_block_by_sections::<Self>(x, token_len, head_dim, layout, row, cols, width, dir);
     }
 
     #[inline(always)]
@@ -864,44 +941,20 @@ impl Kernel for Avx512 {
         token_len: usize,
         head_dim: usize,
         layout: Layout,
-        (row_pair, rows): (usize, &[[f32; 2]]),
-        (col_pair, cols): (usize, &[[f32; 2]]),
+        rows: (usize, &[[f32; 2]]),
+        cols: (usize, &[[f32; 2]]),
         width: usize,
         grid_cols: usize,
         dir: Direction,
     ) -> bool {
-        let room = |first: usize| {
-            first
-                .checked_add(width)
-                .is_some_and(|end| end <= head_dim / 2)
-        };
-        // Interleaved sections of 8, 16 or 32 pairs (head dims 32, 64, 128) whose duplicated
-        // column entries fit in `GRID_DUP_VECTORS`; anything else takes the block loop.
-        let fits = grid_cols
-            .checked_mul(width)
-            .is_some_and(|n| n <= 4 * GRID_DUP_VECTORS && n <= cols.len());
-        if layout != Layout::Interleaved
-            || head_dim == 0
-            || token_len == 0
-            || grid_cols == 0
-            || !fits
-            || grid_cols.checked_mul(token_len).is_none()
-            || !room(row_pair)
-            || !room(col_pair)
-        {
-            return false;
-        }
-        let (r, c) = ((row_pair, rows), (col_pair, cols));
-        match (dir, width) {
-            (Direction::Forward, 8) => grid_il::<false, 1>(x, token_len, head_dim, r, c, grid_cols),
-            (Direction::Inverse, 8) => grid_il::<true, 1>(x, token_len, head_dim, r, c, grid_cols),
-            (Direction::Forward, 16) => grid_il::<false, 2>(x, token_len, head_dim, r, c, grid_cols),
-            (Direction::Inverse, 16) => grid_il::<true, 2>(x, token_len, head_dim, r, c, grid_cols),
-            (Direction::Forward, 32) => grid_il::<false, 4>(x, token_len, head_dim, r, c, grid_cols),
-            (Direction::Inverse, 32) => grid_il::<true, 4>(x, token_len, head_dim, r, c, grid_cols),
-            _ => return false,
-        }
-        true
+        // The one-pass sections whose column entries fit in `GRID_DUP_VECTORS`; anything
+        // else takes the block loop.
+        one_pass!(
+            layout,
+            dir,
+            width,
+            axial_grid(x, token_len, head_dim, rows, cols, grid_cols)
+        )
     }
 
     #[inline(always)]
