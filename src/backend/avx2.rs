@@ -748,7 +748,9 @@ impl Kernel for Avx2 {
         }
         // Otherwise the provided implementation: the row section, then each token's columns.
         let (row, cols) = ((row_pair, row), (col_pair, cols));
-        super::axial_block_by_sections::<Self>(x, token_len, head_dim, layout, row, cols, width, dir);
+        super::axial_block_by_sections::<Self>(
+            x, token_len, head_dim, layout, row, cols, width, dir,
+        );
     }
 
     #[inline(always)]

@@ -322,7 +322,8 @@ fn section_half<const INV: bool>(
 unsafe fn summed_il<const INV: bool>(p: *mut f32, ta: *const f32, tb: *const f32, n: usize) {
     let signs = if INV { INVERSE_SIGNS } else { FORWARD_SIGNS };
     // SAFETY: reads 4 floats from a local array; NEON: see `Neon`.
-    let (signs, forward) = unsafe { (vld1q_f32(signs.as_ptr()), vld1q_f32(FORWARD_SIGNS.as_ptr())) };
+    let (signs, forward) =
+        unsafe { (vld1q_f32(signs.as_ptr()), vld1q_f32(FORWARD_SIGNS.as_ptr())) };
     let mut k = 0;
     while k + 2 <= n {
         // SAFETY: floats `2k .. 2k + 4 ≤ 2n` of the head and of both tables.
@@ -342,7 +343,10 @@ unsafe fn summed_il<const INV: bool>(p: *mut f32, ta: *const f32, tb: *const f32
     if k < n {
         // SAFETY: float pair `2k, 2k + 1 < 2n` of the head and of both tables.
         unsafe {
-            let entry = sum1(*ta.add(2 * k).cast::<[f32; 2]>(), *tb.add(2 * k).cast::<[f32; 2]>());
+            let entry = sum1(
+                *ta.add(2 * k).cast::<[f32; 2]>(),
+                *tb.add(2 * k).cast::<[f32; 2]>(),
+            );
             let (cc, ss) = dup1(entry.as_ptr(), vld1_f32(signs_of::<INV>().as_ptr()));
             il1(p.add(2 * k), cc, ss);
         }
@@ -378,7 +382,10 @@ unsafe fn summed_half<const INV: bool>(p: *mut f32, ta: *const f32, tb: *const f
     while k < n {
         // SAFETY: pair `k < n`, as above.
         unsafe {
-            let entry = sum1(*ta.add(2 * k).cast::<[f32; 2]>(), *tb.add(2 * k).cast::<[f32; 2]>());
+            let entry = sum1(
+                *ta.add(2 * k).cast::<[f32; 2]>(),
+                *tb.add(2 * k).cast::<[f32; 2]>(),
+            );
             let (c, sb, sa) = split1::<INV>(entry.as_ptr());
             half1(p.add(k), p.add(n + k), c, sb, sa);
         }

@@ -37,7 +37,11 @@ fn sum([ca, sa]: [f32; 2], [cb, sb]: [f32; 2]) -> [f32; 2] {
 /// The reference loop in plain Rust (on M-profile FPUs, `cortex_m.rs` runs the same
 /// arithmetic as a hand-scheduled loop).
 #[cfg_attr(
-    all(target_arch = "arm", target_abi = "eabihf", not(target_has_atomic = "64")),
+    all(
+        target_arch = "arm",
+        target_abi = "eabihf",
+        not(target_has_atomic = "64")
+    ),
     allow(dead_code)
 )]
 #[inline(always)]
@@ -78,9 +82,17 @@ impl Kernel for Scalar {
         angles: &[[f32; 2]],
         dir: Direction,
     ) {
-        #[cfg(all(target_arch = "arm", target_abi = "eabihf", not(target_has_atomic = "64")))]
+        #[cfg(all(
+            target_arch = "arm",
+            target_abi = "eabihf",
+            not(target_has_atomic = "64")
+        ))]
         super::cortex_m::rotate_pairs(x, head_dim, layout, first_pair, angles, dir);
-        #[cfg(not(all(target_arch = "arm", target_abi = "eabihf", not(target_has_atomic = "64"))))]
+        #[cfg(not(all(
+            target_arch = "arm",
+            target_abi = "eabihf",
+            not(target_has_atomic = "64")
+        )))]
         rotate_pairs_rust(x, head_dim, layout, first_pair, angles, dir);
     }
 
