@@ -61,7 +61,7 @@ pub(crate) trait Kernel {
     /// both `x` and `rows` have whole ones) as [`rotate_axial_block`] rotates it with the row
     /// entries `rows[r·width .. (r + 1)·width]` and the column entries `cols` (the same for
     /// every grid row). Returns `false`, touching nothing, when it has no such path; the
-    /// caller then runs its block loop. The provided implementation always does.
+    /// caller then runs its block loop. The provided implementation has no such path.
     ///
     /// This lets a kernel prepare the column entries once per call instead of once per grid
     /// row (on hosted targets only: the bare-metal token loop never calls it).
@@ -241,10 +241,9 @@ registry! {
 impl Backend {
     /// The fastest backend this build and CPU can run, in this order: `Avx512` (x86_64, when
     /// the CPU has AVX-512F, AVX2 and FMA), `Avx2` (x86_64, when the CPU has AVX2 and FMA),
-    /// `Neon` (aarch64), else `Scalar` (which on Arm M-profile
-    /// cores with an FPU is the hand-scheduled `vmla` loop). `Portable` is never chosen
-    /// automatically (it measured slower than `Scalar` on x86_64 with SSE2 only); select it
-    /// with `with_backend`.
+    /// `Neon` (aarch64), else `Scalar` (which on Arm M-profile cores with an FPU is the
+    /// hand-scheduled `vmla` loop). `Portable` is never chosen automatically (it measured
+    /// slower than `Scalar` on x86_64 with SSE2 only); select it with `with_backend`.
     pub fn auto() -> Self {
         #[cfg(all(feature = "avx512", target_arch = "x86_64"))]
         if avx512::is_available() {
