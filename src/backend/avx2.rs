@@ -39,38 +39,18 @@ use crate::config::{Direction, Layout};
 /// and FMA. Every `unsafe` block below relies on that.
 struct Avx2;
 
-/// Whether this CPU has AVX2 and FMA: a compile-time fact when the build enables both,
-/// otherwise detected once (with `std`) and cached.
+/// Whether this CPU has AVX2 and FMA: with `std`, detected at run time (std caches the CPUID
+/// result, and a build that enables the features at compile time answers `true` without it);
+/// without `std`, the build's target features.
 #[inline]
 pub(crate) fn is_available() -> bool {
-    #[cfg(all(target_feature = "avx2", target_feature = "fma"))]
+    #[cfg(feature = "std")]
     {
-        true
+        std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
     }
-    #[cfg(all(
-        not(all(target_feature = "avx2", target_feature = "fma")),
-        feature = "std"
-    ))]
+    #[cfg(not(feature = "std"))]
     {
-        use core::sync::atomic::{AtomicU8, Ordering};
-        // 0: not yet detected, 1: absent, 2: present.
-        static DETECTED: AtomicU8 = AtomicU8::new(0);
-        match DETECTED.load(Ordering::Relaxed) {
-            0 => {
-                let present =
-                    std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma");
-                DETECTED.store(if present { 2 } else { 1 }, Ordering::Relaxed);
-                present
-            }
-            state => state == 2,
-        }
-    }
-    #[cfg(all(
-        not(all(target_feature = "avx2", target_feature = "fma")),
-        not(feature = "std")
-    ))]
-    {
-        false
+        cfg!(all(target_feature = "avx2", target_feature = "fma"))
     }
 }
 
