@@ -1,6 +1,6 @@
 //! Criterion benchmarks: f32, in place, single thread.
 //!
-//! `rope2d/<shape>` (2-D axial, interleaved, rope-vit convention) for four shapes, each with
+//! One group per shape, each with
 //! - `stream`: in-place `x = -x` over the same buffer, the floor for an in-place kernel. On
 //!   x86_64 with AVX2 it is compiled with `#[target_feature(enable = "avx2,fma")]`, the
 //!   features of the `avx2` backend (LLVM vectorises it to 256-bit loads, `vxorps`, stores);
@@ -12,18 +12,32 @@
 //! - `scalar`, `portable`, `avx2`, `avx512` / `neon` (when the CPU has it): the backend
 //!   chosen with `with_backend`; `auto`: what a table uses by default.
 //!
-//! Every data buffer starts on a 64-byte boundary. Also: building the 14×14, d = 64 table,
-//! the half layout and RoPE-Mixed at ViT-S, and 1-D at 4096 positions × 16 heads × d = 128.
+//! Every data buffer starts on a 64-byte boundary. The groups:
 //!
-//! `cargo bench --bench rope` (a few minutes); `-- rope2d/tiny` for one group.
+//! - `rope2d/{tiny, vit_s, medium, large}`: 2-D axial, interleaved, rope-vit (8×8 × 2 heads ×
+//!   d 32; 14×14 × 6 × 64; 32×32 × 12 × 64; 64×64 × 16 × 128), with `memcpy`;
+//! - `rope2d/vit_s_half` (DINOv3's layout), `rope2d/vit_s_mixed` (RoPE-Mixed);
+//! - `rope2d/rope1d_4096`: 1-D, 4096 positions × 16 heads × d 128, half layout;
+//! - `rope2d/prefill_1d`, `rope2d/prefill_1d_half`: 1024 tokens at positions 0..1023, 32 heads,
+//!   d 128, base 500 000 (llama.cpp's prefill shape), interleaved and half;
+//! - `rope2d/decode_1d`: one token at position 100 000, 32 heads, d 128, Llama 3 scaling
+//!   (a table over positions 0 ..= 100 000);
+//! - `rope2d/video_wan`: Wan 2.1, 4 frames × 16 × 24, 12 heads, d 128;
+//! - `rope2d/qwen2vl_vision`: a 32×32 grid in Qwen2-VL's 2×2 merge-window order, 16 heads,
+//!   d 80;
+//! - `rope2d/mrope_text`: Qwen2-VL M-RoPE over 200 text tokens, a 48×48 image merged to
+//!   24×24 and 248 text tokens (1 024 tokens), 8 heads, d 128;
+//! - `rope2d/build`: building the 14×14, d = 64 table.
+//!
+//! `cargo bench --features std --bench rope` (several minutes); `-- rope2d/tiny` for one group.
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkGroup, Criterion, SamplingMode, Throughput, measurement::WallTime};
 use rope2d::{
-    Axial2d, AxialTable, AxialTableRef, AxisOrder, Backend, Direction, Grid, Layout, LearnedFreqs,
-    Mixed2d, MixedTableRef, Rope1d, Rope1dTableRef, Shape,
+    Backend, Direction, Grid, Layout, LearnedFreqs, Plan, Positions, Run, Shape, Spec, Table,
+    preset::{self, AxisOrder, HfRope, HfScaling},
 };
 
 /// A `len`-float buffer starting on a 64-byte boundary, inside an owned allocation.
@@ -119,6 +133,87 @@ impl CopyPair {
     }
 }
 
+/// The explicitly chosen backends benchmarked: every one this CPU can run.
+fn backends() -> impl Iterator<Item = Backend> {
+    Backend::ALL.iter().copied().filter(|b| b.is_available())
+}
+
+fn configure(group: &mut BenchmarkGroup<'_, WallTime>, bytes: usize) {
+    group.sampling_mode(SamplingMode::Flat);
+    group.sample_size(20);
+    group.warm_up_time(Duration::from_millis(300));
+    let ms = if bytes > 8 << 20 { 1500 } else { 800 };
+    group.measurement_time(Duration::from_millis(ms));
+}
+
+/// `stream`, `stream_avx512` (CPUs with AVX-512F) and (for the main shapes) `memcpy`, over a
+/// buffer of `len` floats.
+fn baselines(group: &mut BenchmarkGroup<'_, WallTime>, len: usize, memcpy: bool) {
+    let mut buf = Aligned::filled(len);
+    group.bench_function("stream", |b| b.iter(|| stream(black_box(buf.get()))));
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx512f") {
+        group.bench_function("stream_avx512", |b| {
+            b.iter(|| stream_avx512(black_box(buf.get())))
+        });
+    }
+    if memcpy {
+        let mut pair = CopyPair::new(len);
+        group.bench_function("memcpy", |b| {
+            b.iter(|| {
+                pair.copy();
+                black_box(&mut pair);
+            })
+        });
+    }
+}
+
+/// One group: the baselines, every backend and `auto`, rotating `tokens` tokens of `heads`
+/// heads at `positions` with the tables of `spec` over `extents`.
+#[allow(clippy::too_many_arguments)]
+fn group<const A: usize, P: Plan<A>, Po: Positions<A> + Copy>(
+    c: &mut Criterion,
+    name: &str,
+    spec: &Spec<'_, A, P>,
+    extents: [usize; A],
+    positions: Po,
+    tokens: usize,
+    heads: usize,
+    memcpy: bool,
+) {
+    let len = tokens * heads * spec.head_dim;
+    let mut storage = vec![[0f32; 2]; Table::storage_len(spec, extents).unwrap()];
+    let table = Table::build(&mut storage, spec, extents).unwrap();
+    let mut group = c.benchmark_group(format!("rope2d/{name}"));
+    configure(&mut group, len * 4);
+    group.throughput(Throughput::Elements((len / 2) as u64)); // pairs
+    baselines(&mut group, len, memcpy);
+    let mut buf = Aligned::filled(len);
+    let mut run = |group: &mut BenchmarkGroup<'_, WallTime>, id: &str, backend: Backend| {
+        let table = table.with_backend(backend).unwrap();
+        let mut forward = true;
+        group.bench_function(id, |b| {
+            b.iter(|| {
+                // Forward then inverse, so the values stay bounded.
+                let dir = if forward {
+                    Direction::Forward
+                } else {
+                    Direction::Inverse
+                };
+                forward = !forward;
+                table
+                    .rotate(black_box(buf.get()), Shape::heads(heads), positions, dir)
+                    .unwrap()
+            })
+        });
+    };
+    for backend in backends() {
+        run(&mut group, backend.name(), backend);
+    }
+    run(&mut group, "auto", Backend::auto());
+    group.finish();
+}
+
 struct ShapeSpec {
     name: &'static str,
     rows: usize,
@@ -158,193 +253,145 @@ const SHAPES: [ShapeSpec; 4] = [
     },
 ];
 
-/// The explicitly chosen backends benchmarked: every one this CPU can run.
-fn backends() -> impl Iterator<Item = Backend> {
-    Backend::ALL.iter().copied().filter(|b| b.is_available())
-}
-
-fn configure(group: &mut BenchmarkGroup<'_, WallTime>, bytes: usize) {
-    group.sampling_mode(SamplingMode::Flat);
-    group.sample_size(20);
-    group.warm_up_time(Duration::from_millis(300));
-    let ms = if bytes > 8 << 20 { 1500 } else { 800 };
-    group.measurement_time(Duration::from_millis(ms));
-}
-
-/// `stream`, `stream_avx512` (CPUs with AVX-512F) and (for the main shapes) `memcpy`, over a
-/// buffer of `len` floats.
-fn baselines(group: &mut BenchmarkGroup<'_, WallTime>, len: usize, memcpy: bool) {
-    let mut buf = Aligned::filled(len);
-    group.bench_function("stream", |b| b.iter(|| stream(black_box(buf.get()))));
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512f") {
-        group.bench_function("stream_avx512", |b| {
-            b.iter(|| stream_avx512(black_box(buf.get())))
-        });
-    }
-    if memcpy {
-        let mut pair = CopyPair::new(len);
-        group.bench_function("memcpy", |b| {
-            b.iter(|| {
-                pair.copy();
-                black_box(&mut pair);
-            })
-        });
-    }
-}
-
 fn axial(c: &mut Criterion) {
     for shape in &SHAPES {
-        let grid = Grid::new(shape.rows, shape.cols);
-        let len = shape.rows * shape.cols * shape.heads * shape.d;
-        let mut storage = vec![[0f32; 2]; AxialTableRef::storage_len(shape.d, grid).unwrap()];
-        let table = AxialTableRef::build(&mut storage, &Axial2d::ROPE_VIT, shape.d, grid).unwrap();
-        let heads = Shape::heads(shape.heads);
-        let mut group = c.benchmark_group(format!("rope2d/{}", shape.name));
-        configure(&mut group, len * 4);
-        group.throughput(Throughput::Elements((len / 2) as u64)); // rotated pairs
-        baselines(&mut group, len, true);
-        let mut buf = Aligned::filled(len);
-        for backend in backends() {
-            let table = table.with_backend(backend).unwrap();
-            group.bench_function(backend.name(), |b| {
-                b.iter(|| table.rotate(black_box(buf.get()), heads, Direction::Forward))
-            });
-        }
-        group.bench_function("auto", |b| {
-            b.iter(|| table.rotate(black_box(buf.get()), heads, Direction::Forward))
-        });
-        group.finish();
+        let extents = [shape.rows, shape.cols];
+        let spec = preset::rope_vit(shape.d);
+        group(
+            c,
+            shape.name,
+            &spec,
+            extents,
+            Grid::new(extents),
+            shape.rows * shape.cols,
+            shape.heads,
+            true,
+        );
     }
+    let spec = preset::axial(64, Layout::Half, AxisOrder::RowFirst, 100.0);
+    group(
+        c,
+        "vit_s_half",
+        &spec,
+        [14, 14],
+        Grid::new([14, 14]),
+        196,
+        6,
+        false,
+    );
+    let (heads, d) = (6, 64);
+    let f: Vec<f32> = (0..heads * d / 2)
+        .map(|i| 0.1 + (i % 7) as f32 * 0.05)
+        .collect();
+    let spec = preset::rope_mixed(d, heads, LearnedFreqs { x: &f, y: &f });
+    group(
+        c,
+        "vit_s_mixed",
+        &spec,
+        [14, 14],
+        Grid::new([14, 14]),
+        196,
+        heads,
+        false,
+    );
+}
+
+fn one_d(c: &mut Criterion) {
+    let spec = preset::rope_1d(128, Layout::Half, 10_000.0);
+    group(
+        c,
+        "rope1d_4096",
+        &spec,
+        [4096],
+        Run::from([0]),
+        4096,
+        16,
+        false,
+    );
+    for (name, layout) in [
+        ("prefill_1d", Layout::Interleaved),
+        ("prefill_1d_half", Layout::Half),
+    ] {
+        let spec = preset::rope_1d(128, layout, 500_000.0);
+        group(c, name, &spec, [1024], Run::from([0]), 1024, 32, false);
+    }
+    // Llama 3.1's scaling, one decode step at position 100 000.
+    let hf = HfRope {
+        rope_theta: 500_000.0,
+        head_dim: 128,
+        partial_rotary_factor: 1.0,
+        max_position_embeddings: 131_072,
+        layout: Layout::Half,
+        scaling: HfScaling::Llama3 {
+            factor: 8.0,
+            low_freq_factor: 1.0,
+            high_freq_factor: 4.0,
+            original_max_position_embeddings: 8192,
+        },
+    };
+    let mut freqs = [0f64; 64];
+    let spec = hf.spec(131_072, &mut freqs).unwrap();
+    group(
+        c,
+        "decode_1d",
+        &spec,
+        [100_001],
+        Run::from([100_000]),
+        1,
+        32,
+        false,
+    );
+}
+
+fn models(c: &mut Criterion) {
+    let extents = [4, 16, 24];
+    group(
+        c,
+        "video_wan",
+        &preset::wan(128, 10_000.0),
+        extents,
+        Grid::new(extents),
+        4 * 16 * 24,
+        12,
+        false,
+    );
+    let order = preset::qwen2_vl_vision_positions([1, 32, 32], 2);
+    group(
+        c,
+        "qwen2vl_vision",
+        &preset::qwen2_vl_vision(80, 10_000.0),
+        [32, 32],
+        &order[..],
+        1024,
+        16,
+        false,
+    );
+    let order = preset::mrope_positions(200, [1, 48, 48], 2, 248);
+    let spec = preset::qwen2_vl_mrope(128, 1e6, [16, 24, 24]);
+    group(
+        c,
+        "mrope_text",
+        &spec,
+        [472, 472, 472],
+        &order[..],
+        1024,
+        8,
+        false,
+    );
 }
 
 fn table_build(c: &mut Criterion) {
     let mut group = c.benchmark_group("rope2d/build");
     configure(&mut group, 0);
+    let spec = preset::rope_vit(64);
+    let mut storage = vec![[0f32; 2]; Table::storage_len(&spec, [14, 14]).unwrap()];
     group.bench_function("axial_14x14_d64", |b| {
-        b.iter(|| AxialTable::<64, 14, 14>::new(black_box(&Axial2d::ROPE_VIT)))
-    });
-    group.finish();
-}
-
-fn vit_s_half(c: &mut Criterion) {
-    let (grid, heads, d) = (Grid::new(14, 14), 6, 64);
-    let len = 14 * 14 * heads * d;
-    let config = Axial2d::new(Layout::Half, AxisOrder::RowFirst, 100.0);
-    let mut storage = vec![[0f32; 2]; AxialTableRef::storage_len(d, grid).unwrap()];
-    let table = AxialTableRef::build(&mut storage, &config, d, grid).unwrap();
-    let mut group = c.benchmark_group("rope2d/vit_s_half");
-    configure(&mut group, len * 4);
-    group.throughput(Throughput::Elements((len / 2) as u64));
-    baselines(&mut group, len, false);
-    let mut buf = Aligned::filled(len);
-    for backend in backends() {
-        let table = table.with_backend(backend).unwrap();
-        group.bench_function(backend.name(), |b| {
-            b.iter(|| {
-                table.rotate(
-                    black_box(buf.get()),
-                    Shape::heads(heads),
-                    Direction::Forward,
-                )
-            })
-        });
-    }
-    group.bench_function("auto", |b| {
         b.iter(|| {
-            table.rotate(
-                black_box(buf.get()),
-                Shape::heads(heads),
-                Direction::Forward,
-            )
+            Table::build(black_box(&mut storage), &spec, [14, 14]).unwrap();
         })
     });
     group.finish();
 }
 
-fn vit_s_mixed(c: &mut Criterion) {
-    let (grid, heads, d) = (Grid::new(14, 14), 6, 64);
-    let len = 14 * 14 * heads * d;
-    let fx: Vec<f32> = (0..heads * d / 2).map(|i| 0.5 / (1 + i) as f32).collect();
-    let fy: Vec<f32> = (0..heads * d / 2).map(|i| 0.25 / (1 + i) as f32).collect();
-    let freqs = LearnedFreqs {
-        heads,
-        x: &fx,
-        y: &fy,
-    };
-    let mut storage = vec![[0f32; 2]; MixedTableRef::storage_len(d, heads, grid).unwrap()];
-    let table = MixedTableRef::build(&mut storage, &Mixed2d::ROPE_VIT, d, grid, freqs).unwrap();
-    let mut group = c.benchmark_group("rope2d/vit_s_mixed");
-    configure(&mut group, len * 4);
-    group.throughput(Throughput::Elements((len / 2) as u64));
-    baselines(&mut group, len, false);
-    let mut buf = Aligned::filled(len);
-    for backend in backends() {
-        let table = table.with_backend(backend).unwrap();
-        group.bench_function(backend.name(), |b| {
-            b.iter(|| {
-                table.rotate(
-                    black_box(buf.get()),
-                    Shape::heads(heads),
-                    Direction::Forward,
-                )
-            })
-        });
-    }
-    group.bench_function("auto", |b| {
-        b.iter(|| {
-            table.rotate(
-                black_box(buf.get()),
-                Shape::heads(heads),
-                Direction::Forward,
-            )
-        })
-    });
-    group.finish();
-}
-
-fn rope1d(c: &mut Criterion) {
-    let (positions, heads, d) = (4096, 16, 128);
-    let len = positions * heads * d;
-    let mut storage = vec![[0f32; 2]; Rope1dTableRef::storage_len(d, positions).unwrap()];
-    let table = Rope1dTableRef::build(&mut storage, &Rope1d::LLAMA, d, positions).unwrap();
-    let mut group = c.benchmark_group("rope2d/rope1d_4096");
-    configure(&mut group, len * 4);
-    group.throughput(Throughput::Elements((len / 2) as u64));
-    baselines(&mut group, len, false);
-    let mut buf = Aligned::filled(len);
-    for backend in backends() {
-        let table = table.with_backend(backend).unwrap();
-        group.bench_function(backend.name(), |b| {
-            b.iter(|| {
-                table.rotate(
-                    black_box(buf.get()),
-                    Shape::heads(heads),
-                    0,
-                    Direction::Forward,
-                )
-            })
-        });
-    }
-    group.bench_function("auto", |b| {
-        b.iter(|| {
-            table.rotate(
-                black_box(buf.get()),
-                Shape::heads(heads),
-                0,
-                Direction::Forward,
-            )
-        })
-    });
-    group.finish();
-}
-
-fn main() {
-    let mut c = Criterion::default().configure_from_args();
-    axial(&mut c);
-    table_build(&mut c);
-    vit_s_half(&mut c);
-    vit_s_mixed(&mut c);
-    rope1d(&mut c);
-    c.final_summary();
-}
+criterion::criterion_group!(benches, axial, one_d, models, table_build);
+criterion::criterion_main!(benches);

@@ -11,8 +11,8 @@
 //! `.ci/firmware.sh` runs both and measures the instruction and size budgets on this image.
 //!
 //! On the device, as a real firmware would use the crate — the table built once with
-//! `AxialTableRef::build` into a `static` the firmware owns, whole grids rotated with
-//! `rotate_qk`:
+//! `Table::build` from a constant preset into a `static` the firmware owns, whole grids
+//! rotated with `rotate_qk`:
 //! - the 14×14, d = 64, base-100 table of the seed convention (interleaved pairs, column
 //!   first), built without `f64` or `libm` (measured: instructions per entry);
 //! - q = the golden input of `tests/golden/seed_axial_d64_14x14_b100.json` (2 heads), which
@@ -51,7 +51,8 @@ mod firmware {
     // The defmt logger (semihosting); linked in both builds so one linker setup serves both.
     use defmt_semihosting as _;
     use rope2d::{
-        Axial2d, AxialTableRef, AxisOrder, Backend, Direction, Error, Grid, Layout, Shape,
+        Backend, Direction, Error, Grid, Layout, Shape, Spec, Table,
+        preset::{self, AxisOrder},
     };
 
     #[cfg(not(feature = "defmt"))]
@@ -63,63 +64,22 @@ mod firmware {
         ($($arg:tt)*) => { defmt::println!($($arg)*) };
     }
 
-    /// The golden file, turned into Rust data at compile time.
-    mod golden {
+    /// A const-fn reader of the golden JSON format: the files are turned into Rust data at
+    /// compile time, so the firmware reads no files.
+    mod json {
         // Parsing half a megabyte in `const` takes the compiler a few seconds: not a loop.
         #![allow(long_running_const_eval)]
 
-        use rope2d::GridPos;
-
-        const JSON: &[u8] = include_bytes!("../tests/golden/seed_axial_d64_14x14_b100.json");
-
-        /// Grid side, head dimension and heads this firmware is built for; checked below
-        /// against the file.
-        pub const SIDE: usize = 14;
-        pub const D: usize = 64;
-        pub const HEADS: usize = 2;
-        /// Tokens in the file.
-        pub const TOKENS: usize = count(b"positions") / 2;
-        /// Values per token.
-        pub const TOKEN_LEN: usize = HEADS * D;
-
-        // The file must be the convention this firmware builds.
-        const _: () = {
-            assert!(number(after_key(b"head_dim")).0 == D as f64);
-            assert!(number(after_key(b"heads")).0 == HEADS as f64);
-            assert!(number(after_key(b"base")).0 == 100.0);
-            assert!(number(after_key(b"freq_scale")).0 == 1.0);
-            assert!(string_is(b"kind", b"axial2d"));
-            assert!(string_is(b"layout", b"interleaved"));
-            assert!(string_is(b"first_axis", b"col"));
-            assert!(string_is(b"mode", b"index"));
-            let grid = floats::<2>(b"grid");
-            assert!(grid[0] == SIDE as f32 && grid[1] == SIDE as f32);
-        };
-
-        pub static POSITIONS: [GridPos; TOKENS] = {
-            let flat = floats::<{ 2 * TOKENS }>(b"positions");
-            let mut out = [GridPos::new(0, 0); TOKENS];
-            let mut t = 0;
-            while t < TOKENS {
-                out[t] = GridPos::new(flat[2 * t] as u32, flat[2 * t + 1] as u32);
-                t += 1;
-            }
-            out
-        };
-        pub static INPUT: [f32; TOKENS * TOKEN_LEN] = floats(b"input");
-        pub static EXPECTED_REF: [f32; TOKENS * TOKEN_LEN] = floats(b"expected_ref");
-        pub static EXPECTED_F64: [f32; TOKENS * TOKEN_LEN] = floats(b"expected_f64");
-
         /// Index just past the first `"key":` of the file.
-        const fn after_key(key: &[u8]) -> usize {
+        pub const fn after_key(json: &[u8], key: &[u8]) -> usize {
             let mut i = 0;
-            while i + key.len() + 3 <= JSON.len() {
-                if JSON[i] == b'"'
-                    && JSON[i + 1 + key.len()] == b'"'
-                    && JSON[i + 2 + key.len()] == b':'
+            while i + key.len() + 3 <= json.len() {
+                if json[i] == b'"'
+                    && json[i + 1 + key.len()] == b'"'
+                    && json[i + 2 + key.len()] == b':'
                 {
                     let mut j = 0;
-                    while j < key.len() && JSON[i + 1 + j] == key[j] {
+                    while j < key.len() && json[i + 1 + j] == key[j] {
                         j += 1;
                     }
                     if j == key.len() {
@@ -131,22 +91,22 @@ mod firmware {
             panic!("a key is missing from the golden file")
         }
 
-        const fn skip_spaces(mut i: usize) -> usize {
-            while JSON[i] == b' ' || JSON[i] == b'\n' {
+        const fn skip_spaces(json: &[u8], mut i: usize) -> usize {
+            while json[i] == b' ' || json[i] == b'\n' {
                 i += 1;
             }
             i
         }
 
         /// Whether the string value of `key` is `value`.
-        const fn string_is(key: &[u8], value: &[u8]) -> bool {
-            let i = skip_spaces(after_key(key));
-            if JSON[i] != b'"' || JSON[i + 1 + value.len()] != b'"' {
+        pub const fn string_is(json: &[u8], key: &[u8], value: &[u8]) -> bool {
+            let i = skip_spaces(json, after_key(json, key));
+            if json[i] != b'"' || json[i + 1 + value.len()] != b'"' {
                 return false;
             }
             let mut j = 0;
             while j < value.len() {
-                if JSON[i + 1 + j] != value[j] {
+                if json[i + 1 + j] != value[j] {
                     return false;
                 }
                 j += 1;
@@ -165,18 +125,18 @@ mod firmware {
             p
         };
 
-        /// The JSON number at `i` and the index after it. Up to 19 significant digits are
+        /// The json number at `i` and the index after it. Up to 19 significant digits are
         /// kept, scaled by exact powers of ten: within a few f64 ulps, so the `f32` values
         /// (stored as exact doubles) come out exact.
-        const fn number(i: usize) -> (f64, usize) {
-            let mut i = skip_spaces(i);
-            let negative = JSON[i] == b'-';
+        pub const fn number(json: &[u8], i: usize) -> (f64, usize) {
+            let mut i = skip_spaces(json, i);
+            let negative = json[i] == b'-';
             if negative {
                 i += 1;
             }
             let (mut mantissa, mut digits, mut exp10, mut fraction) = (0u64, 0, 0i32, false);
             loop {
-                let c = JSON[i];
+                let c = json[i];
                 if c.is_ascii_digit() {
                     if digits < 19 {
                         mantissa = mantissa * 10 + (c - b'0') as u64;
@@ -200,15 +160,15 @@ mod firmware {
                 digits > 0 || mantissa == 0,
                 "not a number in the golden file"
             );
-            if JSON[i] == b'e' || JSON[i] == b'E' {
+            if json[i] == b'e' || json[i] == b'E' {
                 i += 1;
-                let negative_exp = JSON[i] == b'-';
-                if JSON[i] == b'-' || JSON[i] == b'+' {
+                let negative_exp = json[i] == b'-';
+                if json[i] == b'-' || json[i] == b'+' {
                     i += 1;
                 }
                 let mut e = 0i32;
-                while JSON[i].is_ascii_digit() {
-                    e = e * 10 + (JSON[i] - b'0') as i32;
+                while json[i].is_ascii_digit() {
+                    e = e * 10 + (json[i] - b'0') as i32;
                     i += 1;
                 }
                 exp10 += if negative_exp { -e } else { e };
@@ -230,13 +190,13 @@ mod firmware {
         /// Calls `visit` for each number of the (nested) array value of `key`; returns how
         /// many there are. Written as a macro-free loop over a callback-free state, so it
         /// runs in `const`: `N = 0` counts only.
-        const fn scan<const N: usize>(key: &[u8]) -> ([f32; N], usize) {
+        const fn scan<const N: usize>(json: &[u8], key: &[u8]) -> ([f32; N], usize) {
             let mut out = [0f32; N];
-            let mut i = skip_spaces(after_key(key));
-            assert!(JSON[i] == b'[', "the golden value is not an array");
+            let mut i = skip_spaces(json, after_key(json, key));
+            assert!(json[i] == b'[', "the golden value is not an array");
             let (mut depth, mut n) = (0, 0);
             loop {
-                match JSON[i] {
+                match json[i] {
                     b'[' => depth += 1,
                     b']' => {
                         depth -= 1;
@@ -246,7 +206,7 @@ mod firmware {
                     }
                     b',' | b' ' | b'\n' => {}
                     _ => {
-                        let (value, next) = number(i);
+                        let (value, next) = number(json, i);
                         if N > 0 {
                             out[n] = value as f32;
                         }
@@ -261,14 +221,124 @@ mod firmware {
         }
 
         /// Numbers in the array value of `key`.
-        const fn count(key: &[u8]) -> usize {
-            scan::<0>(key).1
+        pub const fn count(json: &[u8], key: &[u8]) -> usize {
+            scan::<0>(json, key).1
         }
 
         /// The array value of `key`, flattened; it must hold exactly `N` numbers.
-        const fn floats<const N: usize>(key: &[u8]) -> [f32; N] {
-            let (out, n) = scan::<N>(key);
+        pub const fn floats<const N: usize>(json: &[u8], key: &[u8]) -> [f32; N] {
+            let (out, n) = scan::<N>(json, key);
             assert!(n == N, "unexpected length of a golden array");
+            out
+        }
+    }
+
+    /// The seed file: 2-D axial, the convention the firmware's main table is built for.
+    mod golden {
+        #![allow(long_running_const_eval)]
+
+        use super::json::{after_key, count, floats, number, string_is};
+
+        const JSON: &[u8] = include_bytes!("../tests/golden/seed_axial_d64_14x14_b100.json");
+
+        /// Grid side, head dimension and heads this firmware is built for; checked below
+        /// against the file.
+        pub const SIDE: usize = 14;
+        pub const D: usize = 64;
+        pub const HEADS: usize = 2;
+        /// Tokens in the file.
+        pub const TOKENS: usize = count(JSON, b"positions") / 2;
+        /// Values per token.
+        pub const TOKEN_LEN: usize = HEADS * D;
+
+        // The file must be the convention this firmware builds.
+        const _: () = {
+            assert!(number(JSON, after_key(JSON, b"head_dim")).0 == D as f64);
+            assert!(number(JSON, after_key(JSON, b"heads")).0 == HEADS as f64);
+            assert!(number(JSON, after_key(JSON, b"base")).0 == 100.0);
+            assert!(number(JSON, after_key(JSON, b"freq_scale")).0 == 1.0);
+            assert!(string_is(JSON, b"kind", b"axial2d"));
+            assert!(string_is(JSON, b"layout", b"interleaved"));
+            assert!(string_is(JSON, b"first_axis", b"col"));
+            assert!(string_is(JSON, b"mode", b"index"));
+            let grid = floats::<2>(JSON, b"grid");
+            assert!(grid[0] == SIDE as f32 && grid[1] == SIDE as f32);
+        };
+
+        /// `[row, col]` of each token.
+        pub static POSITIONS: [[u32; 2]; TOKENS] = {
+            let flat = floats::<{ 2 * TOKENS }>(JSON, b"positions");
+            let mut out = [[0; 2]; TOKENS];
+            let mut t = 0;
+            while t < TOKENS {
+                out[t] = [flat[2 * t] as u32, flat[2 * t + 1] as u32];
+                t += 1;
+            }
+            out
+        };
+        pub static INPUT: [f32; TOKENS * TOKEN_LEN] = floats(JSON, b"input");
+        pub static EXPECTED_REF: [f32; TOKENS * TOKEN_LEN] = floats(JSON, b"expected_ref");
+        pub static EXPECTED_F64: [f32; TOKENS * TOKEN_LEN] = floats(JSON, b"expected_f64");
+    }
+
+    /// The first tokens of the Wan 2.1 file: a 3-D preset on the device.
+    mod wan {
+        #![allow(long_running_const_eval)]
+
+        use super::json::{after_key, floats, number, string_is};
+
+        const JSON: &[u8] = include_bytes!("../tests/golden/wan21_3d_d128_3x4x6.json");
+
+        pub const D: usize = 128;
+        pub const HEADS: usize = 2;
+        /// `[frames, rows, cols]`.
+        pub const GRID: [usize; 3] = [3, 4, 6];
+        /// The first tokens of the file checked on the device.
+        pub const TOKENS: usize = 8;
+        pub const TOKEN_LEN: usize = HEADS * D;
+
+        const _: () = {
+            assert!(number(JSON, after_key(JSON, b"head_dim")).0 == D as f64);
+            assert!(number(JSON, after_key(JSON, b"heads")).0 == HEADS as f64);
+            assert!(number(JSON, after_key(JSON, b"theta")).0 == 10_000.0);
+            assert!(string_is(JSON, b"family", b"wan"));
+            let grid = floats::<3>(JSON, b"grid");
+            assert!(grid[0] == GRID[0] as f32 && grid[1] == GRID[1] as f32);
+            assert!(grid[2] == GRID[2] as f32);
+        };
+
+        /// `[frame, row, col]` of each checked token.
+        pub static POSITIONS: [[u32; 3]; TOKENS] = {
+            let flat = first::<{ 3 * TOKENS }, { 3 * 25 }>(b"positions");
+            let mut out = [[0; 3]; TOKENS];
+            let mut t = 0;
+            while t < TOKENS {
+                out[t] = [
+                    flat[3 * t] as u32,
+                    flat[3 * t + 1] as u32,
+                    flat[3 * t + 2] as u32,
+                ];
+                t += 1;
+            }
+            out
+        };
+        const ALL: usize = 25 * TOKEN_LEN;
+        pub static INPUT: [f32; TOKENS * TOKEN_LEN] =
+            first::<{ TOKENS * TOKEN_LEN }, ALL>(b"input");
+        pub static EXPECTED_F64: [f32; TOKENS * TOKEN_LEN] =
+            first::<{ TOKENS * TOKEN_LEN }, ALL>(b"expected_f64");
+        pub static EXPECTED_REF: [f32; TOKENS * TOKEN_LEN] =
+            first::<{ TOKENS * TOKEN_LEN }, ALL>(b"expected_ref");
+
+        /// The first `N` of the `M` numbers of `key`.
+        const fn first<const N: usize, const M: usize>(key: &[u8]) -> [f32; N] {
+            let all = floats::<M>(JSON, key);
+            let mut out = [0f32; N];
+            let mut i = 0;
+            while i < N {
+                out[i] = all[i];
+                i += 1;
+            }
             out
         }
     }
@@ -276,56 +346,97 @@ mod firmware {
     use golden::{D, EXPECTED_F64, EXPECTED_REF, HEADS, INPUT, POSITIONS, SIDE, TOKEN_LEN, TOKENS};
 
     /// The seed convention: interleaved pairs, pairs 0 .. d/4 rotated by the column, base 100.
-    const SEED: Axial2d = Axial2d::new(Layout::Interleaved, AxisOrder::ColFirst, 100.0);
+    const fn seed(d: usize) -> Spec<'static, 2> {
+        preset::axial(d, Layout::Interleaved, AxisOrder::ColFirst, 100.0)
+    }
     /// The other layout and axis order, for the kernel checks.
-    const HALF: Axial2d = Axial2d::new(Layout::Half, AxisOrder::RowFirst, 100.0);
-    const GRID: Grid = Grid::new(SIDE, SIDE);
+    const fn half(d: usize) -> Spec<'static, 2> {
+        preset::axial(d, Layout::Half, AxisOrder::RowFirst, 100.0)
+    }
+    const GRID: [usize; 2] = [SIDE, SIDE];
     /// `(rows + cols) · d/4` `[cos, sin]` entries: 3 584 B.
-    const ENTRIES: usize = (SIDE + SIDE) * D / 4;
+    const ENTRIES: usize = seed(D).plan.table_len(GRID);
     /// Values of a whole-grid `[196 tokens][2 heads][64]` buffer.
     const GRID_VALUES: usize = SIDE * SIDE * TOKEN_LEN;
     const SHAPE: Shape = Shape::heads(HEADS);
 
-    /// Every call into rope2d, each in its own function: `.ci/firmware.sh` measures these
-    /// (and all they call) for size and checks them for panic paths. The firmware builds its
-    /// table in storage it owns and rotates whole grids: the lean set a real firmware needs.
+    /// Every call into rope2d of a firmware that rotates 2-D axial grids, each in its own
+    /// function: `.ci/firmware.sh` measures these (and all they call) for size and checks
+    /// them for panic paths. The firmware builds its table from a constant preset in storage
+    /// it owns and rotates whole grids: the lean set a real firmware needs.
     mod calls {
         use super::*;
 
+        /// The seed convention's 14×14 table. The spec is a constant, so the paths of the
+        /// conventions it does not use fold away.
         #[inline(never)]
-        pub fn build<'a>(
-            storage: &'a mut [[f32; 2]],
-            config: &Axial2d,
-            head_dim: usize,
-            grid: Grid,
-        ) -> Result<AxialTableRef<'a>, Error> {
-            AxialTableRef::build(storage, config, head_dim, grid)
+        pub fn build(storage: &mut [[f32; 2]]) -> Result<Table<'_, 2>, Error> {
+            const SPEC: Spec<'static, 2> = seed(D);
+            Table::build(storage, &SPEC, GRID)
         }
 
         #[inline(never)]
         pub fn rotate_qk(
-            table: &AxialTableRef<'_>,
+            table: &Table<'_, 2>,
             q: &mut [f32],
             k: &mut [f32],
             shape: Shape,
             dir: Direction,
         ) -> Result<(), Error> {
-            table.rotate_qk(q, k, shape, dir)
+            table.rotate_qk(q, k, shape, Grid::new(table.extents()), dir)
         }
 
         #[inline(never)]
-        pub fn row_entries<'a>(table: &AxialTableRef<'a>, row: usize) -> Option<&'a [[f32; 2]]> {
-            table.row_entries(row)
+        pub fn entries<'a>(
+            table: &Table<'a, 2>,
+            axis: usize,
+            index: usize,
+        ) -> Option<&'a [[f32; 2]]> {
+            table.entries(axis, index)
         }
 
         #[inline(never)]
-        pub fn col_entries<'a>(table: &AxialTableRef<'a>, col: usize) -> Option<&'a [[f32; 2]]> {
-            table.col_entries(col)
-        }
-
-        #[inline(never)]
-        pub fn backend(table: &AxialTableRef<'_>) -> Backend {
+        pub fn backend(table: &Table<'_, 2>) -> Backend {
             table.backend()
+        }
+    }
+
+    /// Tables of the kernel checks, whose specs vary at run time: the general table builder,
+    /// measured separately by `.ci/firmware.sh` (what a firmware that chooses its convention
+    /// at run time links).
+    mod calls_general {
+        use super::*;
+
+        #[inline(never)]
+        pub fn build<'a>(
+            storage: &'a mut [[f32; 2]],
+            spec: &Spec<'_, 2>,
+            extents: [usize; 2],
+        ) -> Result<Table<'a, 2>, Error> {
+            Table::build(storage, spec, extents)
+        }
+    }
+
+    /// The calls of the 3-D check (a Wan 2.1 table, tokens at explicit positions), measured
+    /// separately by `.ci/firmware.sh`.
+    mod calls_3d {
+        use super::*;
+
+        #[inline(never)]
+        pub fn build(storage: &mut [[f32; 2]]) -> Result<Table<'_, 3>, Error> {
+            const SPEC: Spec<'static, 3> = preset::wan(wan::D, 10_000.0);
+            Table::build(storage, &SPEC, wan::GRID)
+        }
+
+        #[inline(never)]
+        pub fn rotate_at(
+            table: &Table<'_, 3>,
+            x: &mut [f32],
+            shape: Shape,
+            positions: &[[u32; 3]],
+            dir: Direction,
+        ) -> Result<(), Error> {
+            table.rotate_at(x, shape, positions, dir)
         }
     }
 
@@ -392,7 +503,7 @@ mod firmware {
         {
             let golden = POSITIONS
                 .iter()
-                .position(|p| p.row as usize * SIDE + p.col as usize == t)
+                .position(|p| p[0] as usize * SIDE + p[1] as usize == t)
                 .unwrap_or(t % TOKENS);
             let src = &INPUT[golden * TOKEN_LEN..][..TOKEN_LEN];
             qt.copy_from_slice(src);
@@ -406,7 +517,7 @@ mod firmware {
         let mut worst = 0f32;
         let mut want = [0f32; TOKEN_LEN];
         for (pos, exp) in POSITIONS.iter().zip(expected.chunks_exact(TOKEN_LEN)) {
-            let t = pos.row as usize * SIDE + pos.col as usize;
+            let t = pos[0] as usize * SIDE + pos[1] as usize;
             if swapped {
                 swap_heads(exp, &mut want);
             } else {
@@ -421,8 +532,8 @@ mod firmware {
     /// `a' = fl(fl(a·c) − fl(b·s))`, `b' = fl(fl(b·c) + fl(a·s))` (inverse: `s → −s`) with
     /// the table's own entries; `u32::MAX` when an entry cannot be read.
     fn kernel_mismatches(
-        table: &AxialTableRef<'_>,
-        config: &Axial2d,
+        table: &Table<'_, 2>,
+        spec: &Spec<'_, 2>,
         (head_dim, heads, cols): (usize, usize, usize),
         input: &[f32],
         output: &[f32],
@@ -436,14 +547,16 @@ mod firmware {
             .enumerate()
         {
             let (Some(row), Some(col)) = (
-                calls::row_entries(table, t / cols),
-                calls::col_entries(table, t % cols),
+                calls::entries(table, 0, t / cols),
+                calls::entries(table, 1, t % cols),
             ) else {
                 return u32::MAX;
             };
-            let (first, second) = match config.axis_order {
-                AxisOrder::ColFirst => (col, row),
-                AxisOrder::RowFirst => (row, col),
+            // The first section's axis: 1 (column) or 0 (row).
+            let (first, second) = if spec.plan.sections[0].axis == 1 {
+                (col, row)
+            } else {
+                (row, col)
             };
             for (x, y) in x.chunks_exact(head_dim).zip(y.chunks_exact(head_dim)) {
                 for pair in 0..half {
@@ -452,7 +565,7 @@ mod firmware {
                     } else {
                         second[pair - quarter]
                     };
-                    let (ia, ib) = match config.layout {
+                    let (ia, ib) = match spec.layout {
                         Layout::Interleaved => (2 * pair, 2 * pair + 1),
                         Layout::Half => (pair, pair + half),
                     };
@@ -476,7 +589,7 @@ mod firmware {
     fn check_kernel(
         tally: &mut Tally,
         what: &str,
-        (table, config): (&AxialTableRef<'_>, &Axial2d),
+        (table, spec): (&Table<'_, 2>, &Spec<'_, 2>),
         shape: (usize, usize, usize),
         (q0, k0): (&[f32], &[f32]),
         (q, k): (&mut [f32], &mut [f32]),
@@ -486,8 +599,8 @@ mod firmware {
         k.copy_from_slice(k0);
         match calls::rotate_qk(table, q, k, Shape::heads(shape.1), dir) {
             Ok(()) => {
-                let n = kernel_mismatches(table, config, shape, q0, q, dir)
-                    .saturating_add(kernel_mismatches(table, config, shape, k0, k, dir));
+                let n = kernel_mismatches(table, spec, shape, q0, q, dir)
+                    .saturating_add(kernel_mismatches(table, spec, shape, k0, k, dir));
                 tally.check(n == 0, what, n as f32, 0.0);
             }
             Err(e) => tally.error(what, e),
@@ -516,13 +629,13 @@ mod firmware {
             finish(tally)
         };
         measure_begin();
-        let built = calls::build(storage, &SEED, D, GRID);
+        let built = calls::build(storage);
         measure_end();
         say!("measure: table_entries {}", ENTRIES);
         let table = match built {
             Ok(table) => table,
             Err(e) => {
-                tally.error("AxialTableRef::build (14x14, d = 64)", e);
+                tally.error("Table::build (14x14, d = 64)", e);
                 finish(tally)
             }
         };
@@ -580,7 +693,7 @@ mod firmware {
             check_kernel(
                 &mut tally,
                 "kernel == plain Rust, interleaved, column first (mismatching outputs)",
-                (&table, &SEED),
+                (&table, &seed(D)),
                 seed_shape,
                 (&q0, &k0),
                 (&mut q, &mut k),
@@ -588,13 +701,13 @@ mod firmware {
             );
         }
         let mut half_storage = [[0f32; 2]; ENTRIES];
-        match calls::build(&mut half_storage, &HALF, D, GRID) {
-            Ok(half) => {
+        match calls_general::build(&mut half_storage, &half(D), GRID) {
+            Ok(half_table) => {
                 for dir in [Direction::Forward, Direction::Inverse] {
                     check_kernel(
                         &mut tally,
                         "kernel == plain Rust, half, row first (mismatching outputs)",
-                        (&half, &HALF),
+                        (&half_table, &half(D)),
                         seed_shape,
                         (&q0, &k0),
                         (&mut q, &mut k),
@@ -605,17 +718,17 @@ mod firmware {
             Err(e) => tally.error("half-layout table", e),
         }
         const SMALL_D: usize = 20;
-        const SMALL_GRID: Grid = Grid::new(2, 3);
+        const SMALL_GRID: [usize; 2] = [2, 3];
         const SMALL_VALUES: usize = 2 * 3 * 3 * SMALL_D;
-        for config in [SEED, HALF] {
+        for spec in [seed(SMALL_D), half(SMALL_D)] {
             let mut small_storage = [[0f32; 2]; (2 + 3) * SMALL_D / 4];
-            match calls::build(&mut small_storage, &config, SMALL_D, SMALL_GRID) {
+            match calls_general::build(&mut small_storage, &spec, SMALL_GRID) {
                 Ok(small) => {
                     for dir in [Direction::Forward, Direction::Inverse] {
                         check_kernel(
                             &mut tally,
                             "kernel == plain Rust, d = 20, 3 heads (mismatching outputs)",
-                            (&small, &config),
+                            (&small, &spec),
                             (SMALL_D, 3, 3),
                             (&q0[..SMALL_VALUES], &k0[..SMALL_VALUES]),
                             (&mut q[..SMALL_VALUES], &mut k[..SMALL_VALUES]),
@@ -676,6 +789,10 @@ mod firmware {
             Err(e) => tally.error("relativity", e),
         }
 
+        // A 3-D preset: Wan 2.1's table (frames × rows × cols, sections of 22, 21 and 21
+        // pairs) and the first golden tokens of its file at their positions.
+        check_wan(&mut tally);
+
         // An invalid call is refused before anything is touched: k one value short.
         q.copy_from_slice(&q0);
         k.copy_from_slice(&k0);
@@ -694,6 +811,34 @@ mod firmware {
         );
 
         finish(tally)
+    }
+
+    /// Wan 2.1 on the device: the table built from the preset, the file's first tokens
+    /// rotated at their positions and compared with `expected_ref` and `expected_f64`.
+    fn check_wan(tally: &mut Tally) {
+        const SPEC: Spec<'static, 3> = preset::wan(wan::D, 10_000.0);
+        const WAN_ENTRIES: usize = SPEC.plan.table_len(wan::GRID);
+        let mut storage = [[0f32; 2]; WAN_ENTRIES];
+        let table = match calls_3d::build(&mut storage) {
+            Ok(table) => table,
+            Err(e) => return tally.error("Wan 2.1 table", e),
+        };
+        let mut x = wan::INPUT;
+        match calls_3d::rotate_at(
+            &table,
+            &mut x,
+            Shape::heads(wan::HEADS),
+            &wan::POSITIONS,
+            Direction::Forward,
+        ) {
+            Ok(()) => {
+                let w = worst_diff(&x, &wan::EXPECTED_REF);
+                tally.check(w <= 1e-5, "Wan 2.1 (3-D) vs expected_ref", w, 1e-5);
+                let w = worst_diff(&x, &wan::EXPECTED_F64);
+                tally.check(w <= 4e-6, "Wan 2.1 (3-D) vs expected_f64", w, 4e-6);
+            }
+            Err(e) => tally.error("Wan 2.1 rotate_at", e),
+        }
     }
 
     fn finish(tally: Tally) -> ! {

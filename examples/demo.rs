@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 
-use rope2d::{Axial2d, AxialDirect, AxialTable, Coord, Direction, GridPos, Shape};
+use rope2d::{Direct, Direction, FixedTable, Grid, Shape, preset};
 
 const ROWS: usize = 14;
 const COLS: usize = 14;
@@ -18,8 +18,13 @@ const HEADS: usize = 6;
 const HEAD_DIM: usize = 64;
 const TOKENS: usize = 1 + ROWS * COLS;
 
+const SPEC: rope2d::Spec<'static, 2> = preset::rope_vit(HEAD_DIM);
+const ENTRIES: usize = SPEC.plan.table_len([ROWS, COLS]);
+
 fn main() -> Result<(), rope2d::Error> {
-    let table = AxialTable::<HEAD_DIM, ROWS, COLS>::new(&Axial2d::ROPE_VIT)?;
+    let fixed = FixedTable::<ENTRIES, 2>::new(&SPEC, [ROWS, COLS])?;
+    let table = fixed.view();
+    let grid = Grid::new([ROWS, COLS]);
     let shape = Shape::heads(HEADS).with_prefix(1); // CLS is not rotated
 
     // Deterministic pseudo-random activations in [-1, 1).
@@ -34,18 +39,17 @@ fn main() -> Result<(), rope2d::Error> {
     let k0: Vec<f32> = (0..TOKENS * HEADS * HEAD_DIM).map(|_| next()).collect();
 
     let (mut q, mut k) = (q0.clone(), k0.clone());
-    table.rotate_qk(&mut q, &mut k, shape, Direction::Forward)?;
+    table.rotate_qk(&mut q, &mut k, shape, grid, Direction::Forward)?;
 
     println!(
         "rope2d demo: ViT-S attention input, {ROWS}x{COLS} patches + CLS, {HEADS} heads, d = {HEAD_DIM}"
     );
-    println!("convention: {:?}", Axial2d::ROPE_VIT);
+    println!("convention: preset::rope_vit({HEAD_DIM}) = {SPEC:?}");
     println!(
-        "table: {} bytes ({} [cos, sin] entries)",
-        AxialTable::<HEAD_DIM, ROWS, COLS>::BYTES,
-        AxialTable::<HEAD_DIM, ROWS, COLS>::ENTRIES
+        "table: {} bytes ({ENTRIES} [cos, sin] entries)",
+        FixedTable::<ENTRIES, 2>::BYTES
     );
-    println!("backend: {}", table.view().backend().name());
+    println!("backend: {}", table.backend().name());
 
     // Throughput: rotate q and k in place, forward then inverse so values stay bounded.
     let (mut bq, mut bk) = (q0.clone(), k0.clone());
@@ -57,7 +61,7 @@ fn main() -> Result<(), rope2d::Error> {
         } else {
             Direction::Inverse
         };
-        table.rotate_qk(&mut bq, &mut bk, shape, dir)?;
+        table.rotate_qk(&mut bq, &mut bk, shape, grid, dir)?;
     }
     let seconds = start.elapsed().as_secs_f64() / calls as f64;
     let pairs = 2 * ROWS * COLS * HEADS * HEAD_DIM / 2;
@@ -71,9 +75,9 @@ fn main() -> Result<(), rope2d::Error> {
 
     // Relativity: for every head, a query at p and a key at p' score the same as the
     // unrotated query against the key rotated by the offset p' − p.
-    let rotor = AxialDirect::new(&Axial2d::ROPE_VIT, HEAD_DIM)?;
-    let head_at = |x: &[f32], pos: GridPos, head: usize| -> Vec<f32> {
-        let token = 1 + pos.row as usize * COLS + pos.col as usize;
+    let rotor = Direct::new(&SPEC)?;
+    let head_at = |x: &[f32], [row, col]: [u32; 2], head: usize| -> Vec<f32> {
+        let token = 1 + row as usize * COLS + col as usize;
         x[(token * HEADS + head) * HEAD_DIM..][..HEAD_DIM].to_vec()
     };
     let dot = |a: &[f32], b: &[f32]| {
@@ -82,21 +86,20 @@ fn main() -> Result<(), rope2d::Error> {
             .map(|(x, y)| f64::from(*x) * f64::from(*y))
             .sum::<f64>()
     };
-    let pairs_checked = [
-        (GridPos::new(0, 0), GridPos::new(13, 13)),
-        (GridPos::new(3, 7), GridPos::new(9, 2)),
-        (GridPos::new(6, 6), GridPos::new(6, 7)),
-    ];
+    let pairs_checked = [([0, 0], [13, 13]), ([3, 7], [9, 2]), ([6, 6], [6, 7])];
     let mut worst = 0f64;
     for (p, p2) in pairs_checked {
         for head in 0..HEADS {
             let rotated = dot(&head_at(&q, p, head), &head_at(&k, p2, head));
             let mut relative = head_at(&k0, p2, head);
-            let offset = Coord {
-                row: p2.row as f32 - p.row as f32,
-                col: p2.col as f32 - p.col as f32,
-            };
-            rotor.rotate_head(&mut relative, offset, Direction::Forward)?;
+            // The offset may be negative: real coordinates.
+            let offset = [p2[0] as f32 - p[0] as f32, p2[1] as f32 - p[1] as f32];
+            rotor.rotate_coords(
+                &mut relative,
+                Shape::heads(1),
+                &[offset],
+                Direction::Forward,
+            )?;
             let reference = dot(&head_at(&q0, p, head), &relative);
             worst = worst.max((rotated - reference).abs());
         }

@@ -16,17 +16,28 @@ pub enum Error {
     InvalidFreqScale,
     /// A learned RoPE-Mixed frequency is NaN, infinite or ≥ 2³² radians per unit.
     InvalidFrequency,
-    /// The head dimension is zero or not a multiple of `multiple_of`
-    /// (2 for 1-D, 4 for axial 2-D, 2 for RoPE-Mixed).
-    InvalidHeadDim {
-        /// The head dimension given.
+    /// The plan rotates no pairs, or more pairs than fit a head (`2 · pairs > head_dim`).
+    RotaryDim {
+        /// Pairs the plan rotates.
+        pairs: usize,
+        /// The head dimension.
         head_dim: usize,
-        /// What it must be a multiple of.
-        multiple_of: usize,
     },
-    /// A table with zero rows, columns, positions or heads.
+    /// A plan names a coordinate axis the spec does not have.
+    InvalidAxis {
+        /// The axis named.
+        axis: usize,
+        /// Axes of the spec.
+        axes: usize,
+    },
+    /// Learned frequencies with a plan other than [`Summed`](crate::Summed), or the other way
+    /// round.
+    PlanMismatch,
+    /// `mscale` is NaN, infinite or not positive.
+    InvalidMscale,
+    /// A table with a zero extent on an axis.
     EmptyTable,
-    /// [`Coords::Rescale`](crate::Coords::Rescale) with a zero reference grid side.
+    /// [`Coords::Rescale`](crate::Coords::Rescale) with a zero reference extent.
     InvalidRefGrid,
     /// Caller-provided table storage has the wrong number of `[cos, sin]` entries.
     StorageLength {
@@ -35,7 +46,8 @@ pub enum Error {
         /// Entries given.
         actual: usize,
     },
-    /// RoPE-Mixed frequency arrays have the wrong number of values (`heads · head_dim / 2` each).
+    /// A frequency array has the wrong number of values (one per pair; RoPE-Mixed:
+    /// `heads · pairs` each).
     FrequencyLength {
         /// Values needed.
         expected: usize,
@@ -66,25 +78,17 @@ pub enum Error {
         /// Tokens the buffer holds.
         actual: usize,
     },
-    /// A 1-D position outside the table (`position ≥ len`), or past `u32::MAX`.
+    /// A position outside the table: its coordinate on `axis` is not below the table's
+    /// extent there (tableless rotation: integer positions are never out of range).
     PositionOutOfRange {
-        /// The position asked for.
-        position: u64,
-        /// Positions available (`2^32` for tableless rotation).
-        len: u64,
+        /// The axis.
+        axis: usize,
+        /// The coordinate asked for.
+        value: u64,
+        /// The table's extent on that axis.
+        extent: usize,
     },
-    /// A grid position outside the table's grid.
-    GridPositionOutOfRange {
-        /// Row asked for.
-        row: u32,
-        /// Column asked for.
-        col: u32,
-        /// Rows of the table.
-        rows: usize,
-        /// Columns of the table.
-        cols: usize,
-    },
-    /// A head index outside a RoPE-Mixed table, or a buffer with another head count than the table.
+    /// A buffer with another head count than a RoPE-Mixed table's learned frequencies.
     HeadCount {
         /// Heads of the table.
         expected: usize,
@@ -95,13 +99,18 @@ pub enum Error {
     NonFiniteCoordinate,
     /// A shape whose size overflows `usize`, or that is past the limits of the fixed-point
     /// table construction (whose divisions use 16-bit digits, so that a 32-bit core needs no
-    /// 64-bit division routine): more than 65 535 frequencies per axis — a head dimension
-    /// above 131 070 for 1-D RoPE or above 262 140 for axial 2-D — or, with
-    /// [`Coords::Rescale`](crate::Coords::Rescale) or [`Coords::Centered`](crate::Coords::Centered),
-    /// a grid side above 65 535.
+    /// 64-bit division routine): a frequency denominator (the pairs of a section, or of the
+    /// whole plan, see [`FreqIndex`](crate::FreqIndex)) above 65 535 — for 1-D RoPE a head
+    /// dimension above 131 070 — or, with [`Coords::Rescale`](crate::Coords::Rescale) or
+    /// [`Coords::Centered`](crate::Coords::Centered), an extent above 65 535.
     ShapeOverflow,
     /// The chosen [`Backend`](crate::Backend) cannot run on this CPU.
     BackendUnavailable,
+    /// Tableless rotation ([`Direct`](crate::Direct)) of a spec whose coordinates are not
+    /// [`Coords::Index`](crate::Coords::Index) on every axis (rescaled, centred and linspace
+    /// coordinates depend on a table's extents: build a table, or pass the coordinates to
+    /// [`Direct::rotate_coords`](crate::Direct::rotate_coords)).
+    TableCoords,
 }
 
 impl fmt::Display for Error {
@@ -114,19 +123,21 @@ impl fmt::Display for Error {
             Self::InvalidFrequency => {
                 f.write_str("learned frequency must be finite and below 2^32 in magnitude")
             }
-            Self::InvalidHeadDim {
-                head_dim,
-                multiple_of,
-            } => {
+            Self::RotaryDim { pairs, head_dim } => {
                 write!(
                     f,
-                    "head dim {head_dim} must be a non-zero multiple of {multiple_of}"
+                    "{pairs} rotation pairs do not fit a head of {head_dim} (need 1 to head_dim / 2)"
                 )
             }
-            Self::EmptyTable => {
-                f.write_str("table must have at least one row, column, position and head")
+            Self::InvalidAxis { axis, axes } => {
+                write!(f, "axis {axis} does not exist in a {axes}-axis spec")
             }
-            Self::InvalidRefGrid => f.write_str("reference grid sides must be non-zero"),
+            Self::PlanMismatch => {
+                f.write_str("learned frequencies go with the summed plan, and only with it")
+            }
+            Self::InvalidMscale => f.write_str("mscale must be finite and positive"),
+            Self::EmptyTable => f.write_str("table must have a non-zero extent on every axis"),
+            Self::InvalidRefGrid => f.write_str("reference extents must be non-zero"),
             Self::StorageLength { expected, actual } => {
                 write!(f, "table storage holds {actual} entries, needs {expected}")
             }
@@ -152,26 +163,28 @@ impl fmt::Display for Error {
                     "buffer holds {actual} tokens, positions describe {expected}"
                 )
             }
-            Self::PositionOutOfRange { position, len } => {
-                write!(f, "position {position} outside a table of {len} positions")
-            }
-            Self::GridPositionOutOfRange {
-                row,
-                col,
-                rows,
-                cols,
+            Self::PositionOutOfRange {
+                axis,
+                value,
+                extent,
             } => {
                 write!(
                     f,
-                    "grid position (row {row}, col {col}) outside a {rows}x{cols} table"
+                    "coordinate {value} on axis {axis} outside a table of extent {extent}"
                 )
             }
             Self::HeadCount { expected, actual } => {
-                write!(f, "head {actual} does not fit a table of {expected} heads")
+                write!(
+                    f,
+                    "buffer has {actual} heads, the learned frequencies are for {expected}"
+                )
             }
             Self::NonFiniteCoordinate => f.write_str("coordinate is NaN or infinite"),
             Self::ShapeOverflow => f.write_str("shape too large"),
             Self::BackendUnavailable => f.write_str("backend cannot run on this CPU"),
+            Self::TableCoords => {
+                f.write_str("tableless rotation takes coordinates as they are: use Coords::Index")
+            }
         }
     }
 }

@@ -1,12 +1,13 @@
-//! Frequency schedules and the grid-index → coordinate maps, in fixed point.
+//! Frequencies and coordinate maps in fixed point, and the table fill.
 
 #![forbid(unsafe_code)]
 
 use crate::config::{AnglePrecision, Coords};
 use crate::error::Error;
 use crate::math::{self, Turns};
+use crate::spec::{Assign, FreqIndex, Freqs};
 
-/// One frequency of a 1-D schedule, which may round angles like float32 reference code.
+/// One frequency: exact, or as float32 reference code holds it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Freq {
     /// Exact, in turns per unit.
@@ -25,108 +26,244 @@ impl Freq {
     pub(crate) fn phase_of_integer(self, m: i64) -> u64 {
         match self {
             Freq::Exact(f) => math::phase_of_integer(m, f),
-            Freq::Float32(f) => match math::decode_f32(m as f32 * f) {
-                Some(angle) => math::phase_of_coordinate(angle, ONE_RADIAN),
-                None => 0,
-            },
+            Freq::Float32(f) => float32_phase(m as f32 * f),
+        }
+    }
+
+    /// The phase of a finite `f32` coordinate.
+    #[inline]
+    pub(crate) fn phase_of_coordinate(self, x: f32) -> u64 {
+        match self {
+            Freq::Exact(f) => math::decode_f32(x).map_or(0, |d| math::phase_of_coordinate(d, f)),
+            Freq::Float32(f) => float32_phase(x * f),
         }
     }
 }
 
-/// `f_j = freq_scale · base^(−j/len)` for `j < len`, exact.
-///
-/// 1-D RoPE uses `len = d/2` (`base^(−2j/d)`), axial 2-D `len = d/4` (`base^(−4j/d)`).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Schedule {
-    /// `freq_scale` in turns (positive), unsigned Q64.64.
-    scale: u128,
-    /// `log2(base) / len` as Q64.64.
-    exponent: u128,
-    /// `base^(−1/len)` as Q1.63.
+/// The exact phase of an `f32` angle in radians (0 for a non-finite one).
+fn float32_phase(angle: f32) -> u64 {
+    math::decode_f32(angle).map_or(0, |a| math::phase_of_coordinate(a, ONE_RADIAN))
+}
+
+/// Radians per unit → turns, if finite and below 2³² in magnitude.
+pub(crate) fn radians_f64(radians: f64) -> Option<Turns> {
+    math::decode_f64(radians).and_then(math::radians_to_turns)
+}
+
+/// [`radians_f64`] for an `f32`.
+pub(crate) fn radians_f32(radians: f32) -> Option<Turns> {
+    math::decode_f32(radians).and_then(math::radians_to_turns)
+}
+
+/// `base` finite and above 1 as a decoded value, `freq_scale` as turns.
+#[inline(always)]
+fn decode_base(base: f64, freq_scale: f64) -> Result<(math::Decoded, u128), Error> {
+    let base = math::decode_f64(base)
+        .filter(|b| math::greater_than_one(*b))
+        .ok_or(Error::InvalidBase)?;
+    let scale = math::decode_f64(freq_scale)
+        .filter(|s| !s.negative && s.mantissa != 0)
+        .and_then(math::radians_to_turns)
+        .ok_or(Error::InvalidFreqScale)?;
+    Ok((base, scale.0.unsigned_abs()))
+}
+
+/// Checks [`Freqs::Base`]'s parameters.
+#[inline(always)]
+pub(crate) fn check_base(base: f64, freq_scale: f64) -> Result<(), Error> {
+    decode_base(base, freq_scale).map(|_| ())
+}
+
+/// A group of consecutive pairs whose frequency indices run `e = e0 + stride · j` over one
+/// denominator, precomputed: `unit = log2(base) / n` (Q64.64), the first power
+/// `base^(−e0/n)` and the ratio `base^(−stride/n)` (Q1.63).
+#[derive(Clone, Copy, Debug, Default)]
+struct IndexRun {
+    pairs: usize,
+    e0: usize,
+    stride: usize,
+    unit: u128,
+    power: u64,
     ratio: u64,
-    len: usize,
 }
 
-impl Schedule {
-    pub(crate) fn new(base: f64, freq_scale: f64, len: usize) -> Result<Self, Error> {
-        let base = math::decode_f64(base)
-            .filter(|b| math::greater_than_one(*b))
-            .ok_or(Error::InvalidBase)?;
-        let scale = math::decode_f64(freq_scale)
-            .filter(|s| !s.negative && s.mantissa != 0)
-            .and_then(math::radians_to_turns)
-            .ok_or(Error::InvalidFreqScale)?;
-        let len = len.max(1);
-        let exponent =
-            math::div_u128(math::log2_q64(base), len as u64).ok_or(Error::ShapeOverflow)?;
-        Ok(Self {
-            scale: scale.0.unsigned_abs(),
-            exponent,
-            ratio: math::exp2_neg_q63(exponent),
-            len,
-        })
-    }
-
-    /// The frequencies `f_0, f_1, …` (each from the previous by one fixed-point multiply).
-    pub(crate) fn turns(self) -> impl Iterator<Item = Turns> {
-        let mut power = 1u64 << 63;
-        (0..self.len).map(move |_| {
-            let f = math::mul_q63(self.scale, power);
-            power = ((u128::from(power) * u128::from(self.ratio)) >> 63) as u64;
-            f
-        })
-    }
-
-    /// `1 / f32(base^(j/len))` in `f32`, as reference code computes `inv_freq`: the power
-    /// correctly rounded to `f32` (from 63 fixed-point bits), then an `f32` division.
-    fn float32_inverse(self, j: usize) -> f32 {
-        let x = self.exponent * j as u128; // log2(base^(j/len)), Q64.64
-        let whole = (x >> 64) as i32;
-        let fraction = x as u64;
-        // 2^x = 2^(whole + 1) · 2^−(1 − fraction); the second factor lies in (0.5, 1].
-        let mantissa = math::exp2_neg_q63((1u128 << 64) - u128::from(fraction));
-        let power = mantissa as f32 * pow2_f32(whole + 1 - 63);
-        1.0 / power
-    }
-}
-
-/// A 1-D schedule: exact, or rounded like float32 reference code.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Schedule1d {
-    exact: Schedule,
-    /// `Some(freq_scale)` for [`AnglePrecision::Float32`].
-    float32_scale: Option<f32>,
+enum Source<'s> {
+    Base { scale: u128, scale_f32: f32 },
+    Explicit(&'s [f64]),
 }
 
-impl Schedule1d {
+/// The frequencies `f_0, f_1, …` of every pair of a plan other than
+/// [`Summed`](crate::Summed), precomputed so that [`iter`](Self::iter) costs one fixed-point
+/// multiply per pair.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PairFreqs<'s, const A: usize> {
+    source: Source<'s>,
+    precision: AnglePrecision,
+    /// Index runs in pair order: one per non-empty section, or one for all pairs.
+    runs: [IndexRun; A],
+    count: usize,
+}
+
+impl<'s, const A: usize> PairFreqs<'s, A> {
+    /// The frequencies of `assign`'s pairs. Errors: those of [`check_base`], `PlanMismatch`
+    /// for learned frequencies, `ShapeOverflow` for a denominator above 65 535.
+    #[inline(always)]
     pub(crate) fn new(
-        base: f64,
-        freq_scale: f64,
-        len: usize,
+        freqs: Freqs<'s>,
+        assign: Assign<'_, A>,
         precision: AnglePrecision,
     ) -> Result<Self, Error> {
-        let exact = Schedule::new(base, freq_scale, len)?;
-        let float32_scale = match precision {
-            AnglePrecision::Exact => None,
-            AnglePrecision::Float32 => Some(freq_scale as f32),
+        let total = assign.pairs();
+        let mut runs = [IndexRun::default(); A];
+        let mut count = 0;
+        // (pairs, e0, stride, n) of each run.
+        let mut push = |pairs: usize, e0: usize, stride: usize, n: usize| {
+            if let Some(run) = runs.get_mut(count) {
+                *run = IndexRun {
+                    pairs,
+                    e0,
+                    stride,
+                    unit: n as u128,
+                    power: 0,
+                    ratio: 0,
+                };
+                count += 1;
+            }
+        };
+        match assign {
+            Assign::Sections(s) if s.index != FreqIndex::Global => {
+                let sections = s.sections.len();
+                for (i, section) in s.sections.iter().enumerate() {
+                    if section.pairs == 0 {
+                        continue;
+                    }
+                    match s.index {
+                        FreqIndex::PerSection => push(section.pairs, 0, 1, section.pairs),
+                        _ => push(section.pairs, i, sections, total),
+                    }
+                }
+            }
+            _ => push(total, 0, 1, total),
+        }
+        let source = match freqs {
+            Freqs::Base { base, freq_scale } => {
+                let (base, scale) = decode_base(base, freq_scale)?;
+                let log2_base = math::log2_q64(base);
+                // (n, e0, stride) of the previous run and its results: equal sections (axial
+                // 2-D) share one computation.
+                let mut previous: Option<(u128, IndexRun)> = None;
+                for run in runs.iter_mut().take(count) {
+                    let n = run.unit;
+                    if let Some((m, done)) = previous
+                        && m == n
+                        && done.e0 == run.e0
+                        && done.stride == run.stride
+                    {
+                        *run = IndexRun {
+                            pairs: run.pairs,
+                            ..done
+                        };
+                        continue;
+                    }
+                    run.unit = math::div_u128(log2_base, n as u64).ok_or(Error::ShapeOverflow)?;
+                    run.power = math::exp2_neg_q63(run.unit.wrapping_mul(run.e0 as u128));
+                    run.ratio = math::exp2_neg_q63(run.unit.wrapping_mul(run.stride as u128));
+                    previous = Some((n, *run));
+                }
+                Source::Base {
+                    scale,
+                    scale_f32: freq_scale as f32,
+                }
+            }
+            Freqs::Explicit(values) => Source::Explicit(values),
+            Freqs::Learned(_) => return Err(Error::PlanMismatch),
         };
         Ok(Self {
-            exact,
-            float32_scale,
+            source,
+            precision,
+            runs,
+            count,
         })
     }
 
-    /// The frequencies `f_0, f_1, …`.
-    pub(crate) fn iter(self) -> impl Iterator<Item = Freq> {
-        let exact = self.exact;
-        exact
-            .turns()
-            .enumerate()
-            .map(move |(j, f)| match self.float32_scale {
-                None => Freq::Exact(f),
-                Some(scale) => Freq::Float32(exact.float32_inverse(j) * scale),
-            })
+    /// The frequencies, in pair order.
+    #[inline(always)]
+    pub(crate) fn iter(&self) -> FreqIter<'s, A> {
+        FreqIter {
+            freqs: *self,
+            run: 0,
+            left: 0,
+            k: 0,
+            current: IndexRun::default(),
+            e: 0,
+        }
     }
+}
+
+/// [`PairFreqs::iter`].
+pub(crate) struct FreqIter<'s, const A: usize> {
+    freqs: PairFreqs<'s, A>,
+    run: usize,
+    left: usize,
+    k: usize,
+    current: IndexRun,
+    e: usize,
+}
+
+impl<const A: usize> Iterator for FreqIter<'_, A> {
+    type Item = Freq;
+
+    #[inline]
+    fn next(&mut self) -> Option<Freq> {
+        while self.left == 0 {
+            if self.run >= self.freqs.count {
+                return None;
+            }
+            self.current = *self.freqs.runs.get(self.run)?;
+            self.left = self.current.pairs;
+            self.e = self.current.e0;
+            self.run += 1;
+        }
+        self.left -= 1;
+        let k = self.k;
+        self.k += 1;
+        let float32 = self.freqs.precision == AnglePrecision::Float32;
+        Some(match self.freqs.source {
+            Source::Base { scale, scale_f32 } => {
+                let run = &mut self.current;
+                let f = if float32 {
+                    Freq::Float32(float32_inverse(run.unit, self.e) * scale_f32)
+                } else {
+                    Freq::Exact(math::mul_q63(scale, run.power))
+                };
+                run.power = ((u128::from(run.power) * u128::from(run.ratio)) >> 63) as u64;
+                self.e += run.stride;
+                f
+            }
+            Source::Explicit(values) => {
+                let radians = values.get(k).copied().unwrap_or(0.0);
+                if float32 {
+                    Freq::Float32(radians as f32)
+                } else {
+                    Freq::Exact(radians_f64(radians).unwrap_or(Turns(0)))
+                }
+            }
+        })
+    }
+}
+
+/// `1 / f32(base^(e·unit))` in `f32` (`unit = log2(base)/n`), as reference code computes
+/// `inv_freq`: the power correctly rounded to `f32` (from 63 fixed-point bits), then an `f32`
+/// division.
+fn float32_inverse(unit: u128, e: usize) -> f32 {
+    let x = unit * e as u128; // log2(base^(e/n)), Q64.64
+    let whole = (x >> 64) as i32;
+    let fraction = x as u64;
+    // 2^x = 2^(whole + 1) · 2^−(1 − fraction); the second factor lies in (0.5, 1].
+    let mantissa = math::exp2_neg_q63((1u128 << 64) - u128::from(fraction));
+    let power = mantissa as f32 * pow2_f32(whole + 1 - 63);
+    1.0 / power
 }
 
 /// `2^e` as `f32` (0 or ∞ outside the normal range), without `powi` (not in `core`).
@@ -138,236 +275,297 @@ fn pow2_f32(e: i32) -> f32 {
     }
 }
 
-/// Maps index `i` on an axis of `n` cells to the coordinate `(a·i + b) / q` of a [`Coords`]
-/// mode, so that phases stay exact integer arithmetic.
+/// Index `i` on an axis of `n` cells → coordinate `(a·i + b) / q` ([`Coords::Index`],
+/// [`Coords::Rescale`], [`Coords::Centered`]), so that phases stay exact integer arithmetic.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct AxisMap {
+pub(crate) struct RationalMap {
     a: i64,
     b: i64,
+    q: u32,
     /// `2^64 / q` as Q0.64, or `None` for `q = 1`.
     reciprocal: Option<u64>,
 }
 
-impl AxisMap {
-    /// The identity map of [`Coords::Index`].
-    pub(crate) const INDEX: Self = Self {
-        a: 1,
-        b: 0,
-        reciprocal: None,
-    };
-
-    /// The map for an axis of `n > 0` cells, with `reference` the reference grid side
-    /// (only used by [`Coords::Rescale`]).
-    pub(crate) fn new(coords: Coords, n: usize, reference: u32) -> Result<Self, Error> {
+impl RationalMap {
+    /// The map of `coords` for an axis of `n > 0` cells; `Ok(None)` for [`Coords::Linspace`].
+    #[inline(always)]
+    pub(crate) fn new(coords: Coords, n: usize) -> Result<Option<Self>, Error> {
         let n_i64 = i64::try_from(n).map_err(|_| Error::ShapeOverflow)?;
         // `(a, b)` and whether the mode divides by `n`.
         let (a, b, divides) = match coords {
             Coords::Index => (1, 0, false),
-            Coords::Rescale { .. } if reference == 0 => return Err(Error::InvalidRefGrid),
-            Coords::Rescale { .. } => (i64::from(reference), 0, true),
+            Coords::Rescale { reference: 0 } => return Err(Error::InvalidRefGrid),
+            Coords::Rescale { reference } => (i64::from(reference), 0, true),
             Coords::Centered => (2, 1 - n_i64, true),
+            Coords::Linspace { .. } => return Ok(None),
         };
+        if !divides {
+            return Ok(Some(Self {
+                a,
+                b,
+                q: 1,
+                reciprocal: None,
+            }));
+        }
         // 2^64 / n as Q0.64 (one division call site, however many modes divide). Callers
-        // have rejected n = 0 (an empty grid), so `None` means n is past the division's limit.
-        let reciprocal = if divides {
-            let q = math::div_u128(u128::from(u64::MAX), n as u64).ok_or(Error::ShapeOverflow)?;
-            Some(q as u64)
-        } else {
-            None
-        };
-        Ok(Self { a, b, reciprocal })
+        // have rejected n = 0 (an empty axis), so `None` means n is past the division's limit.
+        let q = math::div_u128(u128::from(u64::MAX), n as u64).ok_or(Error::ShapeOverflow)?;
+        Ok(Some(Self {
+            a,
+            b,
+            q: n as u32,
+            reciprocal: Some(q as u64),
+        }))
     }
 
-    /// Phase of index 0 and phase step per index for frequency `f`.
-    #[inline]
-    pub(crate) fn start_and_step(self, f: Turns) -> (u64, u64) {
+    /// Fills entry `column` of every row (`width` entries each) of `out` with
+    /// `mscale · [cos, sin]` of row `i`'s coordinate times `f`: one phase step per row.
+    #[inline(always)]
+    fn fill_column(self, out: &mut [[f32; 2]], width: usize, column: usize, f: Turns, mscale: f32) {
+        if width == 0 {
+            return;
+        }
         // Phases are integer multiples of the frequency per unit taken modulo one turn
         // (2^64), so its low 64 bits are all they need.
         let per_unit = match self.reciprocal {
             None => f.0 as u64,
             Some(r) => math::mul_q64_low(f, r),
         };
-        (
-            (self.b as u64).wrapping_mul(per_unit),
-            (self.a as u64).wrapping_mul(per_unit),
-        )
-    }
-}
-
-/// Fills an axis table: `out[i · width + j] = [cos, sin]` of index `i`'s coordinate times the
-/// `j`-th frequency, for `i < out.len() / width`.
-pub(crate) fn fill_axis(
-    out: &mut [[f32; 2]],
-    width: usize,
-    map: AxisMap,
-    freqs: impl Iterator<Item = Turns>,
-) {
-    if width == 0 {
-        return;
-    }
-    for (j, f) in freqs.take(width).enumerate() {
-        let (start, step) = map.start_and_step(f);
-        let mut phase = start;
+        let mut phase = (self.b as u64).wrapping_mul(per_unit);
+        let step = (self.a as u64).wrapping_mul(per_unit);
         for row in out.chunks_exact_mut(width) {
-            if let Some(entry) = row.get_mut(j) {
-                *entry = math::cos_sin_turns(phase);
+            if let Some(entry) = row.get_mut(column) {
+                *entry = scaled(math::cos_sin_turns(phase), mscale);
             }
             phase = phase.wrapping_add(step);
         }
     }
 }
 
-/// Fills a 1-D table for positions `0 .. out.len() / width`, exact or float32-rounded.
-pub(crate) fn fill_1d(out: &mut [[f32; 2]], width: usize, schedule: Schedule1d) {
-    match schedule.float32_scale {
-        None => fill_axis(out, width, AxisMap::INDEX, schedule.exact.turns()),
-        Some(_) => {
-            if width == 0 {
-                return;
-            }
-            for (j, f) in schedule.iter().take(width).enumerate() {
-                for (i, row) in out.chunks_exact_mut(width).enumerate() {
-                    if let Some(entry) = row.get_mut(j) {
-                        *entry = math::cos_sin_turns(f.phase_of_integer(i as i64));
-                    }
+/// Any [`Coords`] mode: a [`RationalMap`], or torch's `f32` linspace.
+#[derive(Clone, Copy, Debug)]
+enum AxisMap {
+    Rational(RationalMap),
+    Linspace {
+        start: f32,
+        stop: f32,
+        step: f32,
+        n: usize,
+    },
+}
+
+impl AxisMap {
+    /// The map for an axis of `n > 0` cells.
+    fn new(coords: Coords, n: usize) -> Result<Self, Error> {
+        if let Some(map) = RationalMap::new(coords, n)? {
+            return Ok(Self::Rational(map));
+        }
+        let Coords::Linspace { start, stop } = coords else {
+            return Err(Error::NonFiniteCoordinate);
+        };
+        if !(start.is_finite() && stop.is_finite()) {
+            return Err(Error::NonFiniteCoordinate);
+        }
+        let intervals = n.saturating_sub(1).max(1) as f32;
+        Ok(Self::Linspace {
+            start,
+            stop,
+            step: (stop - start) / intervals,
+            n,
+        })
+    }
+
+    /// The coordinate of index `i` rounded to `f32` (linspace: its value).
+    fn coordinate_f32(self, i: usize) -> f32 {
+        match self {
+            AxisMap::Rational(RationalMap { a, b, q, .. }) => {
+                let numerator = (a * i as i64 + b) as f32;
+                if q == 1 {
+                    numerator
+                } else {
+                    numerator / q as f32
                 }
+            }
+            AxisMap::Linspace {
+                start,
+                stop,
+                step,
+                n,
+            } => {
+                if i < n / 2 {
+                    start + i as f32 * step
+                } else {
+                    stop - (n - 1 - i) as f32 * step
+                }
+            }
+        }
+    }
+
+    /// [`RationalMap::fill_column`] for any map and frequency: exact phase steps where
+    /// possible, else each coordinate formed as an `f32` and reduced on its own.
+    fn fill_column(self, out: &mut [[f32; 2]], width: usize, column: usize, f: Freq, mscale: f32) {
+        if width == 0 {
+            return;
+        }
+        if let (AxisMap::Rational(map), Freq::Exact(f)) = (self, f) {
+            return map.fill_column(out, width, column, f, mscale);
+        }
+        for (i, row) in out.chunks_exact_mut(width).enumerate() {
+            if let Some(entry) = row.get_mut(column) {
+                let phase = f.phase_of_coordinate(self.coordinate_f32(i));
+                *entry = scaled(math::cos_sin_turns(phase), mscale);
             }
         }
     }
 }
 
-#[cfg(test)]
-mod tests {
-    extern crate std;
-    use super::*;
+/// `[m · cos, m · sin]` (exact for `m = 1`).
+#[inline(always)]
+pub(crate) fn scaled([c, s]: [f32; 2], m: f32) -> [f32; 2] {
+    [c * m, s * m]
+}
 
-    #[test]
-    fn schedule_matches_f64_pow() {
-        for (base, scale, len) in [
-            (100.0, 1.0, 16),
-            (10_000.0, 1.0, 32),
-            (100.0, core::f64::consts::TAU, 16),
-            (500_000.0, 0.25, 64),
-        ] {
-            let s = Schedule::new(base, scale, len).unwrap();
-            for (j, f) in s.turns().enumerate() {
-                let got = f.0 as f64 / 18_446_744_073_709_551_616.0 * core::f64::consts::TAU;
-                let want = scale * base.powf(-(j as f64) / len as f64);
-                assert!(
-                    (got - want).abs() <= 1e-15 * want.max(1.0),
-                    "{base} {j}: {got} {want}"
-                );
+/// Fills the per-axis tables of a spec: `tables[a]` holds `extents[a]` rows of
+/// `widths[a]` entries; column `c` of axis `a` is the `c`-th pair rotated by `a`. Everything
+/// was checked by the caller except what [`PairFreqs::new`] and [`AxisMap::new`] check;
+/// on error nothing is written.
+///
+/// Inlined into [`Table::build`](crate::Table::build): the common conventions — sections,
+/// [`Freqs::Base`], exact angles, index / rescaled / centred coordinates — take a lean path
+/// (one geometric frequency sequence per section, one phase step per row), and when the spec
+/// is a constant that is all a program links; everything else goes to [`fill_general`].
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(crate) fn fill<const A: usize>(
+    tables: [&mut [[f32; 2]]; A],
+    extents: [usize; A],
+    widths: [usize; A],
+    assign: Assign<'_, A>,
+    freqs: Freqs<'_>,
+    coords: [Coords; A],
+    mscale: f32,
+    precision: AnglePrecision,
+) -> Result<(), Error> {
+    let rational = !coords.iter().any(|c| matches!(c, Coords::Linspace { .. }));
+    let (Assign::Sections(sections), Freqs::Base { base, freq_scale }, AnglePrecision::Exact, true) =
+        (assign, freqs, precision, rational)
+    else {
+        return fill_general(
+            tables, extents, widths, assign, freqs, coords, mscale, precision,
+        );
+    };
+    let mut maps = [None; A];
+    for ((map, &coords), &n) in maps.iter_mut().zip(&coords).zip(&extents) {
+        *map = RationalMap::new(coords, n)?;
+    }
+    let (base, scale) = decode_base(base, freq_scale)?;
+    let log2_base = math::log2_q64(base);
+    let total = assign.pairs();
+    let count = sections.sections.len();
+    // Every denominator first, so that nothing is written on error.
+    for section in &sections.sections {
+        let n = match sections.index {
+            FreqIndex::PerSection => section.pairs,
+            _ => total,
+        };
+        if n > 0 && math::div_u128(log2_base, n as u64).is_none() {
+            return Err(Error::ShapeOverflow);
+        }
+    }
+    let mut tables = tables;
+    let mut columns = [0usize; A];
+    // `power` continues from section to section for the global index.
+    let mut power = 1u64 << 63;
+    let mut previous: Option<(usize, usize, u128, u64)> = None;
+    for (i, section) in sections.sections.iter().enumerate() {
+        if section.pairs == 0 {
+            continue;
+        }
+        let (n, e0, stride) = match sections.index {
+            FreqIndex::PerSection => (section.pairs, 0, 1),
+            FreqIndex::Global => (total, usize::MAX, 1),
+            FreqIndex::Strided => (total, i, count),
+        };
+        // The unit, ratio and first power of this section (equal sections share them).
+        let (unit, ratio) = match previous {
+            Some((m, s, unit, ratio)) if m == n && s == stride => (unit, ratio),
+            _ => {
+                let unit = math::div_u128(log2_base, n as u64).unwrap_or(0);
+                (unit, math::exp2_neg_q63(unit.wrapping_mul(stride as u128)))
+            }
+        };
+        previous = Some((n, stride, unit, ratio));
+        if e0 != usize::MAX {
+            power = math::exp2_neg_q63(unit.wrapping_mul(e0 as u128));
+        }
+        let axis = section.axis;
+        let (Some(table), Some(Some(map)), Some(&width), Some(column)) = (
+            tables.get_mut(axis),
+            maps.get(axis),
+            widths.get(axis),
+            columns.get_mut(axis),
+        ) else {
+            continue;
+        };
+        for _ in 0..section.pairs {
+            let f = math::mul_q63(scale, power);
+            map.fill_column(table, width, *column, f, mscale);
+            *column += 1;
+            power = ((u128::from(power) * u128::from(ratio)) >> 63) as u64;
+        }
+    }
+    Ok(())
+}
+
+/// [`fill`] for every spec: any plan, frequencies, precision and coordinates.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn fill_general<const A: usize>(
+    tables: [&mut [[f32; 2]]; A],
+    extents: [usize; A],
+    widths: [usize; A],
+    assign: Assign<'_, A>,
+    freqs: Freqs<'_>,
+    coords: [Coords; A],
+    mscale: f32,
+    precision: AnglePrecision,
+) -> Result<(), Error> {
+    let mut maps = [AxisMap::Linspace {
+        start: 0.0,
+        stop: 0.0,
+        step: 0.0,
+        n: 0,
+    }; A];
+    for ((map, &coords), &n) in maps.iter_mut().zip(&coords).zip(&extents) {
+        *map = AxisMap::new(coords, n)?;
+    }
+    if let (Freqs::Learned(learned), Assign::Summed(_)) = (freqs, assign) {
+        // Axis 0 is the row (learned `y`), axis 1 the column (`x`). The kernels multiply a
+        // row entry by a column entry, so only the row carries `mscale`.
+        for (((table, map), (values, width)), mscale) in tables
+            .into_iter()
+            .zip(maps)
+            .zip([learned.y, learned.x].into_iter().zip(widths))
+            .zip([mscale, 1.0])
+        {
+            for (column, &radians) in values.iter().enumerate() {
+                let f = match precision {
+                    AnglePrecision::Exact => Freq::Exact(radians_f32(radians).unwrap_or(Turns(0))),
+                    AnglePrecision::Float32 => Freq::Float32(radians),
+                };
+                map.fill_column(table, width, column, f, mscale);
             }
         }
+        return Ok(());
     }
-
-    #[test]
-    fn schedule_rejects_bad_base_and_scale() {
-        for base in [1.0, 0.5, -100.0, f64::NAN, f64::INFINITY, 0.0] {
-            assert_eq!(
-                Schedule::new(base, 1.0, 4).err(),
-                Some(Error::InvalidBase),
-                "{base}"
-            );
-        }
-        for scale in [0.0, -1.0, f64::NAN, f64::INFINITY, 5e9] {
-            assert_eq!(
-                Schedule::new(100.0, scale, 4).err(),
-                Some(Error::InvalidFreqScale),
-                "{scale}"
-            );
+    let freqs = PairFreqs::new(freqs, assign, precision)?;
+    let mut tables = tables;
+    for ((axis, column), f) in assign.pair_axes().zip(freqs.iter()) {
+        if let (Some(table), Some(map), Some(&width)) =
+            (tables.get_mut(axis), maps.get(axis), widths.get(axis))
+        {
+            map.fill_column(table, width, column, f, mscale);
         }
     }
-
-    #[test]
-    fn float32_inverse_matches_reference_inv_freq() {
-        // inv_freq_f32 of the LLaMA golden file: 1 / (10000 ** (arange(0, 64, 2) / 64)) in float32.
-        let s = Schedule1d::new(10_000.0, 1.0, 32, AnglePrecision::Float32).unwrap();
-        let want: [f64; 32] = [
-            1.0,
-            0.7498942017555237,
-            0.5623413324356079,
-            0.4216965138912201,
-            0.3162277638912201,
-            0.23713736236095428,
-            0.17782793939113617,
-            0.1333521455526352,
-            0.10000000149011612,
-            0.07498941570520401,
-            0.05623412877321243,
-            0.04216964915394783,
-            0.03162277862429619,
-            0.0237137358635664,
-            0.017782794311642647,
-            0.01333521492779255,
-            0.009999999776482582,
-            0.007498942315578461,
-            0.005623413249850273,
-            0.0042169648222625256,
-            0.003162277862429619,
-            0.0023713738191872835,
-            0.0017782794311642647,
-            0.0013335214462131262,
-            0.0010000000474974513,
-            0.0007498941849917173,
-            0.000562341301701963,
-            0.00042169648804701865,
-            0.0003162277862429619,
-            0.0002371373848291114,
-            0.00017782794020604342,
-            0.0001333521504420787,
-        ];
-        for (f, want) in s.iter().zip(want) {
-            let Freq::Float32(f) = f else { panic!() };
-            assert_eq!(f, want as f32);
-        }
-    }
-
-    #[test]
-    fn axis_maps_match_their_formulas() {
-        let f = Schedule::new(100.0, 1.0, 1)
-            .unwrap()
-            .turns()
-            .next()
-            .unwrap();
-        let cases = [
-            (Coords::Index, 14, 0, 5, 5.0),
-            (
-                Coords::Rescale {
-                    ref_rows: 16,
-                    ref_cols: 16,
-                },
-                14,
-                16,
-                5,
-                5.0 * 16.0 / 14.0,
-            ),
-            (Coords::Centered, 14, 0, 0, 2.0 * 0.5 / 14.0 - 1.0),
-            (Coords::Centered, 14, 0, 13, 2.0 * 13.5 / 14.0 - 1.0),
-        ];
-        for (coords, n, reference, i, coordinate) in cases {
-            let (start, step) = AxisMap::new(coords, n, reference)
-                .unwrap()
-                .start_and_step(f);
-            let phase =
-                start.wrapping_add(step.wrapping_mul(i)) as f64 / 18_446_744_073_709_551_616.0;
-            let want = (coordinate / core::f64::consts::TAU).rem_euclid(1.0);
-            assert!(
-                (phase - want).abs() < 1e-15,
-                "{coords:?} {i}: {phase} {want}"
-            );
-        }
-        assert_eq!(
-            AxisMap::new(
-                Coords::Rescale {
-                    ref_rows: 0,
-                    ref_cols: 0
-                },
-                4,
-                0
-            )
-            .err(),
-            Some(Error::InvalidRefGrid)
-        );
-    }
+    Ok(())
 }

@@ -275,6 +275,57 @@ pub(crate) fn cos_sin_turns(phase: u64) -> [f32; 2] {
     ]
 }
 
+/// `log2(x)` of a finite `x > 0` in `f64`, through [`log2_q64`] (about 1e-16 relative);
+/// `None` otherwise. For the configuration arithmetic of [`preset`](crate::preset)'s
+/// scalings, never on a table-building or rotation path.
+pub(crate) fn log2_f64(x: f64) -> Option<f64> {
+    let d = decode_f64(x).filter(|d| !d.negative && d.mantissa != 0)?;
+    // x = m · 2^e with the integer mantissa m ≥ 1.
+    let m = Decoded {
+        negative: false,
+        mantissa: d.mantissa,
+        exponent: 0,
+    };
+    let q = log2_q64(m);
+    // The integer parts first, so that nothing cancels in floating point.
+    let whole = (q >> 64) as i64 + i64::from(d.exponent);
+    let fraction = (q as u64) as f64 / 18_446_744_073_709_551_616.0;
+    Some(whole as f64 + fraction)
+}
+
+/// `2^y` in `f64` (about 1e-16 relative) for `|y| < 1000`; 0 or ∞ beyond, NaN for NaN.
+pub(crate) fn exp2_f64(y: f64) -> f64 {
+    if y.is_nan() {
+        return y;
+    }
+    if y >= 1000.0 {
+        return f64::INFINITY;
+    }
+    if y <= -1000.0 {
+        return 0.0;
+    }
+    // y = i + f, f in [0, 1): 2^y = 2^(i + 1) · 2^−(1 − f).
+    let mut i = y as i64;
+    if (i as f64) > y {
+        i -= 1;
+    }
+    let f = y - i as f64;
+    let negated = ((1.0 - f) * 18_446_744_073_709_551_616.0) as u128;
+    let mantissa = exp2_neg_q63(negated) as f64; // 2^−(1−f) · 2^63
+    mantissa * pow2_f64(i + 1 - 63)
+}
+
+/// `2^e` in `f64` for `|e| ≤ 1100` (exact where representable).
+fn pow2_f64(e: i64) -> f64 {
+    let half = e / 2;
+    let one = |e: i64| match e {
+        -1022..=1023 => f64::from_bits(((e + 1023) as u64) << 52),
+        ..-1022 => 0.0,
+        _ => f64::INFINITY,
+    };
+    one(half) * one(e - half)
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;
@@ -282,6 +333,31 @@ mod tests {
 
     fn turns_to_f64(u: Turns) -> f64 {
         u.0 as f64 / 18_446_744_073_709_551_616.0
+    }
+
+    #[test]
+    fn float_log2_and_exp2_match_std() {
+        for x in [
+            1.0f64,
+            1.5,
+            2.0,
+            10_000.0,
+            0.001,
+            123_456.789,
+            1e-300,
+            5e-324,
+        ] {
+            let got = log2_f64(x).unwrap();
+            assert!(
+                (got - x.log2()).abs() <= 1e-15 * x.log2().abs().max(1.0),
+                "{x}"
+            );
+        }
+        assert!(log2_f64(0.0).is_none() && log2_f64(-1.0).is_none());
+        for y in [0.0f64, 1.0, -1.0, 0.5, 13.287, -13.287, 52.5, -40.1] {
+            let got = exp2_f64(y);
+            assert!((got - y.exp2()).abs() <= 4e-16 * y.exp2(), "{y}: {got}");
+        }
     }
 
     #[test]

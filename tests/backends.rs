@@ -1,35 +1,34 @@
-//! Every backend against the scalar reference, through every public entry point: axial, 1-D
-//! and RoPE-Mixed tables, direct (table-free) axial and 1-D, one head, whole buffers, q and k
-//! together, an unrotated prefix, explicit positions, the inverse; both layouts; head dims 8 to
-//! 256; odd token counts; sub-slices starting 0, 1 and 3 floats into an allocation (so data
-//! is not vector-aligned) with guard values around them; NaN, infinities and subnormals.
+//! Every backend against the scalar reference, through every public entry point and every
+//! angle source: section tables over grids (2-D axial in both axis orders, 3-D sections of
+//! unequal sizes, FLUX-like pieces), 1-D runs and lists, partial rotary, gathered plans
+//! (interleaved M-RoPE, explicit per-pair axes), RoPE-Mixed, tableless integer and real
+//! coordinates; one head, whole buffers, q and k together, an unrotated prefix, explicit
+//! positions, the inverse; both layouts; head dims 4 to 256; odd token counts; sub-slices
+//! starting 0, 1 and 3 floats into an allocation (so data is not vector-aligned) with guard
+//! values around them; NaN, infinities and subnormals.
 //!
 //! Allowed difference, per output (the bounds stated in each backend's module docs):
 //! - `portable`: none — same bits as scalar (NaN: NaN at the same place);
 //! - `avx2`, `avx512`, `neon` (one fused product per output):
 //!   `|out − scalar| ≤ 2⁻²²·(|a| + |b|) + 2⁻¹⁴⁸`, `(a, b)` the input pair of the output;
 //!   NaN exactly where scalar has NaN, the same infinities where scalar has infinities.
+//!   Elements outside the rotary dimension are untouched, bit for bit.
 //!
-//! Also: `avx512` gives bit for bit the results of `avx2` (when the CPU has both), through
-//! every kind of rotation and every tail length.
+//! Also: `avx512` gives bit for bit the results of `avx2` (when the CPU has both).
 //!
-//! Under Miri (`.ci/hardening.sh`; about 1000× slower than native, floating point the
-//! slowest) every loop shrinks — fewer head dims, smaller grids, fewer tokens, one sub-slice
-//! offset — while every assertion stays. The shapes kept still reach every kernel's main
-//! loop and each of its tails, both layouts, both directions and both axis orders, so each
-//! `unsafe` access pattern of the arch backends runs at least once.
+//! Under Miri (`.ci/hardening.sh`) every loop shrinks — fewer head dims, smaller grids, one
+//! sub-slice offset — while every assertion stays.
 
 use rope2d::{
-    Axial2d, AxialDirect, AxialTableRef, AxisOrder, Backend, Coord, Coords, Direction, Grid,
-    GridPos, Layout, LearnedFreqs, Mixed2d, MixedTableRef, Rope1d, Rope1dDirect, Rope1dTableRef,
-    Shape,
+    Backend, Coords, Direct, Direction, Error, FreqIndex, Freqs, Grid, Layout, LearnedFreqs,
+    PerPair, Piece, Plan, Positions, Run, Section, Sections, Shape, Spec, Table,
+    preset::{self, AxisOrder},
 };
 
 const LAYOUTS: [Layout; 2] = [Layout::Interleaved, Layout::Half];
 const DIRS: [Direction; 2] = [Direction::Forward, Direction::Inverse];
 
-/// The directions a loop runs for `layout`: both, or under Miri one per layout (forward for
-/// interleaved, inverse for half; the tests' other calls cover the other direction).
+/// The directions a loop runs for `layout`: both, or under Miri one per layout.
 fn dirs(layout: Layout) -> &'static [Direction] {
     match layout {
         _ if !cfg!(miri) => &DIRS,
@@ -37,8 +36,8 @@ fn dirs(layout: Layout) -> &'static [Direction] {
         Layout::Half => &DIRS[1..],
     }
 }
-/// Starting offsets of the tested sub-slices, in floats (under Miri one misaligned offset:
-/// unaligned SIMD loads are as valid there as aligned ones).
+
+/// Starting offsets of the tested sub-slices, in floats.
 const OFFSETS: &[usize] = if cfg!(miri) { &[3] } else { &[0, 1, 3] };
 const GUARD: f32 = 12345.678;
 
@@ -74,32 +73,33 @@ fn backends() -> Vec<Backend> {
     list
 }
 
-/// Index of the other element of `i`'s pair (`d` = head dim).
-fn partner(i: usize, d: usize, layout: Layout) -> usize {
-    let j = i % d;
-    match layout {
-        Layout::Interleaved => i ^ 1,
-        Layout::Half if j < d / 2 => i + d / 2,
-        Layout::Half => i - d / 2,
+/// The pairing of a rotation: head dim `d`, `pairs` rotated pairs.
+#[derive(Clone, Copy, Debug)]
+struct Pairing {
+    layout: Layout,
+    d: usize,
+    pairs: usize,
+}
+
+impl Pairing {
+    /// Index of the other element of `i`'s pair (itself outside the rotary dimension).
+    fn partner(self, i: usize) -> usize {
+        let j = i % self.d;
+        match self.layout {
+            _ if j >= 2 * self.pairs => i,
+            Layout::Interleaved => i ^ 1,
+            Layout::Half if j < self.pairs => i + self.pairs,
+            Layout::Half => i - self.pairs,
+        }
     }
 }
 
 /// Asserts `got` is within the backend's bound of `want`; `input` is what both rotated.
-fn check(
-    backend: Backend,
-    layout: Layout,
-    d: usize,
-    input: &[f32],
-    want: &[f32],
-    got: &[f32],
-    what: &str,
-) {
+fn check(backend: Backend, p: Pairing, input: &[f32], want: &[f32], got: &[f32], what: &str) {
     assert_eq!(want.len(), got.len());
     let bit_exact = backend.name() == "portable";
     for (i, (&w, &g)) in want.iter().zip(got).enumerate() {
-        // Identical bits pass every assertion below; under Miri, where float arithmetic is
-        // expensive, skip straight past them.
-        if cfg!(miri) && w.to_bits() == g.to_bits() {
+        if w.to_bits() == g.to_bits() {
             continue;
         }
         let context = || {
@@ -110,27 +110,23 @@ fn check(
         };
         if w.is_nan() || g.is_nan() {
             assert!(w.is_nan() && g.is_nan(), "{}", context());
-        } else if bit_exact {
-            assert_eq!(w.to_bits(), g.to_bits(), "{}", context());
+        } else if bit_exact || p.partner(i) == i {
+            panic!("{}: bits differ", context());
         } else if w.is_infinite() || g.is_infinite() {
             assert_eq!(w, g, "{}", context());
         } else {
-            let (a, b) = (input[i], input[partner(i, d, layout)]);
+            let (a, b) = (input[i], input[p.partner(i)]);
             let bound =
                 (f64::from(a.abs()) + f64::from(b.abs())) * 2f64.powi(-22) + 2f64.powi(-148);
             let diff = (f64::from(w) - f64::from(g)).abs();
-            assert!(
-                diff <= bound,
-                "{}: |diff| {diff:e} > bound {bound:e}",
-                context()
-            );
+            assert!(diff <= bound, "{}: |diff| {diff:e} > {bound:e}", context());
         }
     }
 }
 
 /// Runs `op` on a copy of `input` with scalar, then with every other backend on sub-slices at
 /// each offset of [`OFFSETS`], and checks the results and the guards around them.
-fn compare(layout: Layout, d: usize, input: &[f32], what: &str, op: impl Fn(Backend, &mut [f32])) {
+fn compare(p: Pairing, input: &[f32], what: &str, op: impl Fn(Backend, &mut [f32])) {
     let mut want = input.to_vec();
     op(Backend::Scalar, &mut want);
     for backend in backends() {
@@ -139,11 +135,8 @@ fn compare(layout: Layout, d: usize, input: &[f32], what: &str, op: impl Fn(Back
             let data = &mut buf[offset..offset + input.len()];
             data.copy_from_slice(input);
             op(backend, data);
-            check(backend, layout, d, input, &want, data, what);
-            assert!(
-                buf[..offset].iter().all(|&v| v == GUARD),
-                "{what}: guard before"
-            );
+            check(backend, p, input, &want, data, what);
+            assert!(buf[..offset].iter().all(|&v| v == GUARD), "{what}: guard");
             assert!(
                 buf[offset + input.len()..].iter().all(|&v| v == GUARD),
                 "{what}: guard after"
@@ -152,169 +145,216 @@ fn compare(layout: Layout, d: usize, input: &[f32], what: &str, op: impl Fn(Back
     }
 }
 
-/// Head dims divisible by 4 from 8 to 256 (every tail length of every kernel).
-///
-/// Under Miri three dims whose sections (`d/4` = 3, 4 and 9 pairs) still reach every
-/// kernel's main loop and each of its tails: interleaved 4-pair steps, 2-pair and 1-pair
-/// tails; half-layout 8-pair and 4-pair steps and 1-pair tails; 1 and 2 heads.
-fn dims4() -> impl Iterator<Item = usize> {
+/// Head dims divisible by 4 from 4 to 256 (every tail length of every kernel); under Miri
+/// three whose sections still reach every kernel's main loop and each of its tails.
+fn dims4() -> Vec<usize> {
     if cfg!(miri) {
-        vec![12, 16, 36].into_iter()
+        vec![12, 16, 36]
     } else {
-        (8..=256).step_by(4).collect::<Vec<_>>().into_iter()
+        (4..=256).step_by(4).collect()
     }
 }
 
-/// Even head dims from 8 to 256.
-///
-/// Under Miri three dims (`d/2` = 4, 7 and 9 pairs: interleaved 4-pair steps, 2-pair and
-/// 1-pair tails; half-layout 8-pair and 4-pair steps and 1-pair tails; RoPE-Mixed 4- and
-/// 8-pair steps and their tails).
-fn dims2() -> impl Iterator<Item = usize> {
+/// Even head dims from 4 to 256.
+fn dims2() -> Vec<usize> {
     if cfg!(miri) {
-        vec![8, 14, 18].into_iter()
+        vec![8, 14, 18]
     } else {
-        (8..=256).step_by(2).collect::<Vec<_>>().into_iter()
+        (4..=256).step_by(2).collect()
     }
 }
 
-/// `grid`, or under Miri a 2×3 grid.
-fn miri_grid(grid: Grid) -> Grid {
-    if cfg!(miri) { Grid::new(2, 3) } else { grid }
-}
-
-/// `(row, col)` as a position on `grid`, wrapped into it (the identity on the full-size
-/// grids; under Miri it folds positions onto the smaller grid).
-fn pos_on(grid: Grid, (row, col): (u32, u32)) -> GridPos {
-    GridPos::new(row % grid.rows as u32, col % grid.cols as u32)
-}
-
-/// `native`, or `miri` under Miri.
-fn miri_or(native: usize, miri: usize) -> usize {
+fn miri_or<T>(native: T, miri: T) -> T {
     if cfg!(miri) { miri } else { native }
 }
 
-fn axial_config(layout: Layout, d: usize) -> Axial2d {
-    let order = if d.is_multiple_of(8) {
-        AxisOrder::ColFirst
-    } else {
-        AxisOrder::RowFirst
-    };
-    let config = Axial2d::new(layout, order, 100.0);
-    if d.is_multiple_of(3) {
-        config.with_coords(Coords::Centered)
-    } else {
-        config
-    }
+/// A table of `spec` over `extents` in fresh storage.
+fn storage<const A: usize, P: Plan<A>>(
+    spec: &Spec<'_, A, P>,
+    extents: [usize; A],
+) -> Vec<[f32; 2]> {
+    vec![[0f32; 2]; Table::storage_len(spec, extents).unwrap()]
 }
 
-#[test]
-fn axial_table_every_entry_point() {
-    let mut rng = Rng(1);
-    let grid = miri_grid(Grid::new(3, 5)); // 15 tokens
-    let n = grid.tokens().unwrap();
-    for layout in LAYOUTS {
-        for d in dims4() {
-            let heads = 1 + d % 3;
-            let config = axial_config(layout, d);
-            let mut storage = vec![[0f32; 2]; AxialTableRef::storage_len(d, grid).unwrap()];
-            let table = AxialTableRef::build(&mut storage, &config, d, grid).unwrap();
-            let on = |b: Backend| table.with_backend(b).unwrap();
-            let token = heads * d;
-            for &dir in dirs(layout) {
-                let shape = Shape::heads(heads).with_prefix(1);
-                let x = rng.values((n + 1) * token);
-                compare(
-                    layout,
-                    d,
-                    &x,
-                    &format!("axial rotate d={d} {dir:?}"),
-                    |b, buf| on(b).rotate(buf, shape, dir).unwrap(),
-                );
-            }
-            let shape = Shape::heads(heads);
-            let qk = rng.values(2 * n * token);
-            compare(layout, d, &qk, &format!("axial qk d={d}"), |b, buf| {
-                let (q, k) = buf.split_at_mut(n * token);
-                on(b).rotate_qk(q, k, shape, Direction::Forward).unwrap()
-            });
-            let positions =
-                [(2, 4), (0, 0), (1, 3), (2, 0), (0, 4), (1, 1), (2, 2)].map(|p| pos_on(grid, p));
-            let x = rng.values(7 * token);
-            compare(
-                layout,
-                d,
-                &x,
-                &format!("axial rotate_at d={d}"),
-                |b, buf| {
-                    on(b)
-                        .rotate_at(buf, shape, &positions, Direction::Inverse)
-                        .unwrap()
-                },
-            );
-            let head = rng.values(d);
-            compare(layout, d, &head, &format!("axial head d={d}"), |b, buf| {
-                on(b)
-                    .rotate_head(buf, pos_on(grid, (2, 3)), Direction::Forward)
+/// Every entry point of a table of `spec` over `extents` against scalar: `rotate` with
+/// `positions` (`count` tokens) and a prefix, `rotate_qk`, `rotate_at` with the positions
+/// reversed, `rotate_head`, both directions; and the tableless form where `direct`.
+fn every_entry_point<const A: usize, P: Plan<A>, Po: Positions<A> + Copy>(
+    rng: &mut Rng,
+    spec: &Spec<'_, A, P>,
+    extents: [usize; A],
+    positions: Po,
+    listed: &[[u32; A]],
+    heads: usize,
+    what: &str,
+) {
+    let mut store = storage(spec, extents);
+    let table = Table::build(&mut store, spec, extents).unwrap();
+    let direct = Direct::new(spec).ok();
+    let p = Pairing {
+        layout: spec.layout,
+        d: spec.head_dim,
+        pairs: spec.pairs(),
+    };
+    let token = heads * spec.head_dim;
+    let count = listed.len();
+    let reversed: Vec<[u32; A]> = listed.iter().rev().copied().collect();
+    for &dir in dirs(spec.layout) {
+        let shape = Shape::heads(heads).with_prefix(1);
+        let x = rng.values((count + 1) * token);
+        compare(p, &x, &format!("{what} rotate {dir:?}"), |b, buf| {
+            table
+                .with_backend(b)
+                .unwrap()
+                .rotate(buf, shape, positions, dir)
+                .unwrap()
+        });
+        let x = rng.values(count * token);
+        compare(p, &x, &format!("{what} rotate_at {dir:?}"), |b, buf| {
+            table
+                .with_backend(b)
+                .unwrap()
+                .rotate_at(buf, Shape::heads(heads), &reversed, dir)
+                .unwrap()
+        });
+        let qk = rng.values(2 * count * token);
+        compare(p, &qk, &format!("{what} rotate_qk {dir:?}"), |b, buf| {
+            let (q, k) = buf.split_at_mut(count * token);
+            table
+                .with_backend(b)
+                .unwrap()
+                .rotate_qk(q, k, Shape::heads(heads), positions, dir)
+                .unwrap()
+        });
+        let h = rng.values(spec.head_dim);
+        let at = listed[count / 2];
+        // RoPE-Mixed refuses one head of several (its heads have their own frequencies).
+        if table.rotate_head(&mut h.clone(), at, dir).is_ok() {
+            compare(p, &h, &format!("{what} rotate_head {dir:?}"), |b, buf| {
+                table
+                    .with_backend(b)
+                    .unwrap()
+                    .rotate_head(buf, at, dir)
                     .unwrap()
             });
+        }
+        if let Some(direct) = direct {
+            let x = rng.values(count * token);
+            let mut via_table = x.clone();
+            table
+                .rotate(&mut via_table, Shape::heads(heads), positions, dir)
+                .unwrap();
+            compare(p, &x, &format!("{what} direct {dir:?}"), |b, buf| {
+                direct
+                    .with_backend(b)
+                    .unwrap()
+                    .rotate(buf, Shape::heads(heads), positions, dir)
+                    .unwrap()
+            });
+            // Tables and tableless rotation agree on scalar, bit for bit.
+            let mut tableless = x.clone();
+            direct
+                .with_backend(Backend::Scalar)
+                .unwrap()
+                .rotate(&mut tableless, Shape::heads(heads), positions, dir)
+                .unwrap();
+            let mut scalar_table = x.clone();
+            table
+                .with_backend(Backend::Scalar)
+                .unwrap()
+                .rotate(&mut scalar_table, Shape::heads(heads), positions, dir)
+                .unwrap();
+            if matches!(spec.freqs, Freqs::Learned(_)) {
+                // RoPE-Mixed: the table sums two entries' angles in f32, tableless rotation
+                // reduces the exact sum: a few ulps apart.
+                for (t, s) in tableless.iter().zip(&scalar_table) {
+                    assert!(
+                        (t - s).abs() <= 2e-6 * (1.0 + s.abs()),
+                        "{what}: direct {t} table {s}"
+                    );
+                }
+            } else {
+                assert_eq!(
+                    tableless.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    scalar_table.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    "{what}: direct != table"
+                );
+            }
         }
     }
 }
 
-/// Axial grids with small head dims (whose row and column sections a backend may rotate in
-/// one pass) in both axis orders, and grid rows long enough to be split into several blocks.
-///
-/// `Avx512` rotates interleaved sections of d/4 = 8, 16 and 32 pairs and half-layout ones of
-/// 16 and 32 in one pass: in its whole-grid path when a grid row's column entries fit in the
-/// 4 KiB it keeps on the stack (interleaved `cols·d/4 ≤ 256`, half `≤ 512`), else in its
-/// block path. Every one of those shapes takes each path here at least once (natively; under
-/// Miri those of d = 32 and 64).
+fn grid_list<const A: usize>(grid: Grid<A>) -> Vec<[u32; A]> {
+    let n = grid.tokens().unwrap();
+    (0..n)
+        .map(|mut i| {
+            let mut p = grid.origin;
+            for a in (0..A).rev() {
+                p[a] += (i % grid.extents[a]) as u32;
+                i /= grid.extents[a];
+            }
+            p
+        })
+        .collect()
+}
+
+#[test]
+fn axial_2d_every_entry_point() {
+    let mut rng = Rng(1);
+    let grid = Grid::new(miri_or([3, 5], [2, 3]));
+    for layout in LAYOUTS {
+        for d in dims4() {
+            let heads = 1 + d % 3;
+            for order in [AxisOrder::ColFirst, AxisOrder::RowFirst] {
+                let mut spec = preset::axial(d, layout, order, 100.0);
+                if d % 3 == 0 {
+                    spec = spec.with_coords([Coords::Centered; 2]);
+                }
+                let what = format!("axial d={d} {layout:?} {order:?}");
+                every_entry_point(
+                    &mut rng,
+                    &spec,
+                    grid.extents,
+                    grid,
+                    &grid_list(grid),
+                    heads,
+                    &what,
+                );
+            }
+        }
+    }
+}
+
+/// Small axial grids of small heads (the one-pass and whole-grid kernel paths), many tokens.
 #[test]
 fn axial_grid_small_dims_both_orders() {
-    let mut rng = Rng(7);
-    // Under Miri: d/4 = 4 (no one-pass path), 8 and 16; a grid whose rows take the whole-grid
-    // path and one of 33 columns whose rows do not (d = 32, 64: more than the 4 KiB), so each
-    // layout reaches both paths (grid rows split into blocks there only at d = 64).
-    let (grids, dims): (&[(Grid, usize)], &[usize]) = if cfg!(miri) {
-        (
-            &[(Grid::new(2, 3), 2), (Grid::new(1, 33), 1)],
-            &[16, 32, 64],
-        )
-    } else {
-        (
-            &[
-                // Whole-grid path for every one-pass shape.
-                (Grid::new(3, 5), 3),
-                // Block path for every one-pass shape.
-                (Grid::new(2, 70), 1),
-                (Grid::new(2, 37), 2),
-                // Interleaved d = 32 and half d = 64: exactly the 4 KiB (whole-grid path);
-                // interleaved d = 64 and both layouts at d = 128: more (block path).
-                (Grid::new(2, 32), 2),
-            ],
-            &[8, 12, 16, 20, 24, 32, 48, 64, 128],
-        )
-    };
-    for &(grid, heads) in grids {
-        for layout in LAYOUTS {
-            for &d in dims {
-                for order in [AxisOrder::RowFirst, AxisOrder::ColFirst] {
-                    let config = Axial2d::new(layout, order, 100.0);
-                    let mut storage = vec![[0f32; 2]; AxialTableRef::storage_len(d, grid).unwrap()];
-                    let table = AxialTableRef::build(&mut storage, &config, d, grid).unwrap();
-                    let tokens = grid.tokens().unwrap();
-                    for &dir in dirs(layout) {
-                        let shape = Shape::heads(heads).with_prefix(1);
-                        let x = rng.values((tokens + 1) * heads * d);
-                        let what = format!("axial grid {grid:?} d={d} {order:?} {dir:?}");
-                        compare(layout, d, &x, &what, |b, buf| {
-                            table
-                                .with_backend(b)
-                                .unwrap()
-                                .rotate(buf, shape, dir)
-                                .unwrap()
-                        });
+    let mut rng = Rng(2);
+    for layout in LAYOUTS {
+        for d in [4, 8, 16, 20, 32, 48, 64, 128] {
+            for extents in miri_or(vec![[8, 8], [14, 14], [5, 11], [1, 40]], vec![[3, 4]]) {
+                for order in [AxisOrder::ColFirst, AxisOrder::RowFirst] {
+                    let spec = preset::axial(d, layout, order, 100.0);
+                    let mut store = storage(&spec, extents);
+                    let table = Table::build(&mut store, &spec, extents).unwrap();
+                    let p = Pairing {
+                        layout,
+                        d,
+                        pairs: spec.pairs(),
+                    };
+                    for heads in [1, 2, 6] {
+                        let x = rng.values(extents[0] * extents[1] * heads * d);
+                        for &dir in dirs(layout) {
+                            let what = format!(
+                                "grid {extents:?} d={d} h={heads} {layout:?} {order:?} {dir:?}"
+                            );
+                            compare(p, &x, &what, |b, buf| {
+                                table
+                                    .with_backend(b)
+                                    .unwrap()
+                                    .rotate(buf, Shape::heads(heads), Grid::new(extents), dir)
+                                    .unwrap()
+                            });
+                        }
                     }
                 }
             }
@@ -323,219 +363,207 @@ fn axial_grid_small_dims_both_orders() {
 }
 
 #[test]
-fn rope1d_table_every_entry_point() {
-    let mut rng = Rng(2);
-    let len = 64;
+fn video_sections_every_entry_point() {
+    let mut rng = Rng(3);
+    let grid = Grid::new(miri_or([2, 3, 4], [2, 2, 2]));
     for layout in LAYOUTS {
-        for d in dims2() {
-            let heads = 1 + d % 3;
-            let config = Rope1d::new(layout, 10_000.0);
-            let mut storage = vec![[0f32; 2]; Rope1dTableRef::storage_len(d, len).unwrap()];
-            let table = Rope1dTableRef::build(&mut storage, &config, d, len).unwrap();
-            let on = |b: Backend| table.with_backend(b).unwrap();
-            let token = heads * d;
-            for &dir in dirs(layout) {
-                let shape = Shape::heads(heads).with_prefix(2);
-                let x = rng.values(miri_or(13, 5) * token);
-                compare(
-                    layout,
+        for d in miri_or(vec![12, 24, 64, 80, 128, 136], vec![12, 20]) {
+            // Wan's split: t the rest, h = w = 2·(d/6) elements; then a permuted order.
+            let hw = (d / 6) & !1;
+            let t = d / 2 - 2 * (hw / 2);
+            let sections = [
+                Section::new(0, t),
+                Section::new(1, hw / 2),
+                Section::new(2, hw / 2),
+            ];
+            let permuted = [sections[2], sections[0], sections[1]];
+            for (plan, index) in [
+                (sections, FreqIndex::PerSection),
+                (permuted, FreqIndex::Global),
+                (sections, FreqIndex::Strided),
+            ] {
+                let spec = Spec::new(
                     d,
-                    &x,
-                    &format!("1-D rotate d={d} {dir:?}"),
-                    |b, buf| on(b).rotate(buf, shape, 50, dir).unwrap(),
+                    layout,
+                    Sections {
+                        sections: plan,
+                        index,
+                    },
+                    Freqs::Base {
+                        base: 10_000.0,
+                        freq_scale: 1.0,
+                    },
+                );
+                let what = format!("video d={d} {layout:?} {index:?}");
+                every_entry_point(
+                    &mut rng,
+                    &spec,
+                    grid.extents,
+                    grid,
+                    &grid_list(grid),
+                    2,
+                    &what,
                 );
             }
-            let shape = Shape::heads(heads);
-            let n = miri_or(9, 3);
-            let qk = rng.values(2 * n * token);
-            compare(layout, d, &qk, &format!("1-D qk d={d}"), |b, buf| {
-                let (q, k) = buf.split_at_mut(n * token);
-                on(b).rotate_qk(q, k, shape, 3, Direction::Forward).unwrap()
-            });
-            let positions = [63, 0, 17, 5, 40];
-            let x = rng.values(5 * token);
-            compare(layout, d, &x, &format!("1-D rotate_at d={d}"), |b, buf| {
-                on(b)
-                    .rotate_at(buf, shape, &positions, Direction::Inverse)
-                    .unwrap()
-            });
-            let head = rng.values(d);
-            compare(layout, d, &head, &format!("1-D head d={d}"), |b, buf| {
-                on(b).rotate_head(buf, 61, Direction::Forward).unwrap()
-            });
         }
     }
 }
 
 #[test]
-fn mixed_table_every_entry_point() {
-    let mut rng = Rng(3);
-    let grid = miri_grid(Grid::new(5, 3));
-    let n = grid.tokens().unwrap();
+fn one_d_runs_lists_and_partial_rotary() {
+    let mut rng = Rng(4);
+    let tokens = miri_or(37, 5);
+    for layout in LAYOUTS {
+        for d in dims2() {
+            for rotary in [d, (d / 4) & !1, (d / 2) & !1] {
+                if rotary == 0 {
+                    continue;
+                }
+                let mut spec = preset::rope_1d(d, layout, 10_000.0);
+                spec.plan.sections[0].pairs = rotary / 2;
+                let start = 1000 + d as u32;
+                let listed: Vec<[u32; 1]> = (0..tokens as u32).map(|t| [start + t]).collect();
+                let what = format!("1-D d={d} r={rotary} {layout:?}");
+                every_entry_point(
+                    &mut rng,
+                    &spec,
+                    [start as usize + tokens],
+                    Run::from([start]),
+                    &listed,
+                    1 + d % 3,
+                    &what,
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn pieces_and_gathered_plans() {
+    let mut rng = Rng(5);
+    for layout in LAYOUTS {
+        for d in miri_or(vec![12, 32, 64, 96, 128, 200], vec![12, 24]) {
+            // FLUX-like: text at (0, 0, 0), an image at (0, r, c), a reference at (1, r, c).
+            let spec = preset::flux(
+                [(d / 4) & !1, (d / 4) & !1, d - 2 * ((d / 4) & !1)],
+                10_000.0,
+            );
+            let spec = Spec { layout, ..spec };
+            let pieces = preset::flux_positions(3, [2, 3], [2, 2]);
+            let listed: Vec<[u32; 3]> = (0..3)
+                .map(|_| [0, 0, 0])
+                .chain(grid_list(Grid::new([1, 2, 3])))
+                .chain(grid_list(Grid::new([1, 2, 2]).at([1, 0, 0])))
+                .collect();
+            let what = format!("flux pieces d={d} {layout:?}");
+            every_entry_point(&mut rng, &spec, [2, 2, 3], &pieces[..], &listed, 2, &what);
+
+            // Interleaved M-RoPE and explicit per-pair axes, over M-RoPE text + image + text.
+            let third = d / 6;
+            let qwen3 = preset::qwen3_vl_mrope(d, 1e6, [d / 2 - 2 * third, third, third]);
+            let qwen3 = Spec { layout, ..qwen3 };
+            let pieces = preset::mrope_positions(2, [1, 4, 6], 2, 3);
+            let (mut listed, next) = (vec![[0, 0, 0], [1, 1, 1]], 2u32);
+            listed.extend(grid_list(Grid::new([1, 2, 3]).at([next; 3])));
+            listed.extend((0..3).map(|t| [next + 3 + t; 3]));
+            let what = format!("qwen3 d={d} {layout:?}");
+            every_entry_point(&mut rng, &qwen3, [8, 8, 8], &pieces[..], &listed, 2, &what);
+            // Unbalanced: the later axes' slices clamp at d/2, axis 0 takes the rest.
+            let unbalanced = preset::qwen3_vl_mrope(d, 1e6, [1, d / 2 - 1 - third / 2, third / 2]);
+            let unbalanced = Spec {
+                layout,
+                ..unbalanced
+            }
+            .with_mscale(0.75);
+            let what = format!("qwen3 unbalanced d={d} {layout:?}");
+            every_entry_point(
+                &mut rng,
+                &unbalanced,
+                [8, 8, 8],
+                &pieces[..],
+                &listed,
+                1,
+                &what,
+            );
+            let axes: Vec<u8> = (0..d / 2).map(|k| ((k * 7) % 3) as u8).collect();
+            let freqs: Vec<f64> = (0..d / 2).map(|k| 0.9f64.powi(k as i32)).collect();
+            let per_pair =
+                Spec::<3, _>::new(d, layout, PerPair { axes: &axes }, Freqs::Explicit(&freqs))
+                    .with_mscale(1.25);
+            let what = format!("per-pair d={d} {layout:?}");
+            every_entry_point(
+                &mut rng,
+                &per_pair,
+                [8, 8, 8],
+                &pieces[..],
+                &listed,
+                1,
+                &what,
+            );
+        }
+    }
+}
+
+#[test]
+fn mixed_every_entry_point() {
+    let mut rng = Rng(6);
+    let grid = Grid::new(miri_or([3, 4], [2, 2]));
     for layout in LAYOUTS {
         for d in dims2() {
             let heads = 1 + d % 3;
             let fx: Vec<f32> = (0..heads * d / 2).map(|_| rng.value()).collect();
             let fy: Vec<f32> = (0..heads * d / 2).map(|_| rng.value()).collect();
-            let freqs = LearnedFreqs {
+            let spec = preset::rope_mixed(d, heads, LearnedFreqs { x: &fx, y: &fy });
+            // mscale is applied once, not once per axis.
+            let spec = Spec { layout, ..spec }.with_mscale(if d % 4 == 0 { 1.0 } else { 1.5 });
+            let what = format!("mixed d={d} {layout:?}");
+            every_entry_point(
+                &mut rng,
+                &spec,
+                grid.extents,
+                grid,
+                &grid_list(grid),
                 heads,
-                x: &fx,
-                y: &fy,
-            };
-            let config = Mixed2d {
-                layout,
-                coords: Coords::Index,
-            };
-            let mut storage = vec![[0f32; 2]; MixedTableRef::storage_len(d, heads, grid).unwrap()];
-            let table = MixedTableRef::build(&mut storage, &config, d, grid, freqs).unwrap();
-            let on = |b: Backend| table.with_backend(b).unwrap();
-            let token = heads * d;
-            for &dir in dirs(layout) {
-                let shape = Shape::heads(heads).with_prefix(1);
-                let x = rng.values((n + 1) * token);
-                compare(
-                    layout,
-                    d,
-                    &x,
-                    &format!("mixed rotate d={d} {dir:?}"),
-                    |b, buf| on(b).rotate(buf, shape, dir).unwrap(),
-                );
-            }
-            let shape = Shape::heads(heads);
-            let qk = rng.values(2 * n * token);
-            compare(layout, d, &qk, &format!("mixed qk d={d}"), |b, buf| {
-                let (q, k) = buf.split_at_mut(n * token);
-                on(b).rotate_qk(q, k, shape, Direction::Forward).unwrap()
-            });
-            let positions = [(4, 2), (0, 0), (3, 1)].map(|p| pos_on(grid, p));
-            let x = rng.values(3 * token);
-            compare(
-                layout,
-                d,
-                &x,
-                &format!("mixed rotate_at d={d}"),
-                |b, buf| {
-                    on(b)
-                        .rotate_at(buf, shape, &positions, Direction::Inverse)
-                        .unwrap()
-                },
+                &what,
             );
-            let head = rng.values(d);
-            compare(layout, d, &head, &format!("mixed head d={d}"), |b, buf| {
-                on(b)
-                    .rotate_head(buf, heads - 1, pos_on(grid, (4, 1)), Direction::Forward)
-                    .unwrap()
-            });
         }
     }
 }
 
 #[test]
-fn direct_axial_every_entry_point() {
-    let mut rng = Rng(4);
-    let coords: Vec<Coord> = (0..miri_or(9, 4))
-        .map(|i| Coord {
-            row: i as f32 * 1.25 - 3.0,
-            col: 100.5 - i as f32 * 7.75,
-        })
-        .collect();
+fn direct_real_coordinates() {
+    let mut rng = Rng(7);
     for layout in LAYOUTS {
         for d in dims4() {
-            let heads = 1 + d % 3;
-            let rope = AxialDirect::new(&axial_config(layout, d), d).unwrap();
-            let on = |b: Backend| rope.with_backend(b).unwrap();
-            let token = heads * d;
+            let spec = Spec {
+                layout,
+                ..preset::wan(d.max(12), 10_000.0)
+            };
+            let direct = Direct::new(&spec).unwrap();
+            let n = 7;
+            let coords: Vec<[f32; 3]> = (0..n)
+                .map(|i| [i as f32 * 0.5, 9.25 - i as f32, 1e5 + i as f32 * 0.125])
+                .collect();
+            let p = Pairing {
+                layout,
+                d: spec.head_dim,
+                pairs: spec.pairs(),
+            };
             for &dir in dirs(layout) {
-                let shape = Shape::heads(heads).with_prefix(1);
-                let x = rng.values((coords.len() + 1) * token);
+                let x = rng.values(n * 2 * spec.head_dim);
                 compare(
-                    layout,
-                    d,
+                    p,
                     &x,
-                    &format!("direct axial d={d} {dir:?}"),
-                    |b, buf| on(b).rotate(buf, shape, &coords, dir).unwrap(),
+                    &format!("real coords d={d} {layout:?} {dir:?}"),
+                    |b, buf| {
+                        direct
+                            .with_backend(b)
+                            .unwrap()
+                            .rotate_coords(buf, Shape::heads(2), &coords, dir)
+                            .unwrap()
+                    },
                 );
             }
-            let qk = rng.values(2 * coords.len() * token);
-            compare(
-                layout,
-                d,
-                &qk,
-                &format!("direct axial qk d={d}"),
-                |b, buf| {
-                    let (q, k) = buf.split_at_mut(coords.len() * token);
-                    on(b)
-                        .rotate_qk(q, k, Shape::heads(heads), &coords, Direction::Forward)
-                        .unwrap()
-                },
-            );
-            let head = rng.values(d);
-            compare(
-                layout,
-                d,
-                &head,
-                &format!("direct axial head d={d}"),
-                |b, buf| {
-                    on(b)
-                        .rotate_head(buf, coords[3], Direction::Inverse)
-                        .unwrap()
-                },
-            );
-        }
-    }
-}
-
-#[test]
-fn direct_1d_every_entry_point() {
-    let mut rng = Rng(5);
-    for layout in LAYOUTS {
-        for d in dims2() {
-            let heads = 1 + d % 3;
-            let rope = Rope1dDirect::new(&Rope1d::new(layout, 10_000.0), d).unwrap();
-            let on = |b: Backend| rope.with_backend(b).unwrap();
-            let token = heads * d;
-            for &dir in dirs(layout) {
-                let shape = Shape::heads(heads).with_prefix(1);
-                let x = rng.values(miri_or(8, 3) * token);
-                compare(
-                    layout,
-                    d,
-                    &x,
-                    &format!("direct 1-D d={d} {dir:?}"),
-                    |b, buf| on(b).rotate(buf, shape, 1_000_003, dir).unwrap(),
-                );
-            }
-            let shape = Shape::heads(heads);
-            // The last `n` positions, up to `u32::MAX`.
-            let n = miri_or(5, 2);
-            let qk = rng.values(2 * n * token);
-            compare(layout, d, &qk, &format!("direct 1-D qk d={d}"), |b, buf| {
-                let (q, k) = buf.split_at_mut(n * token);
-                on(b)
-                    .rotate_qk(q, k, shape, u32::MAX - (n as u32 - 1), Direction::Forward)
-                    .unwrap()
-            });
-            let positions = [7, 0, u32::MAX, 65_535, 1 << 30];
-            let x = rng.values(5 * token);
-            compare(
-                layout,
-                d,
-                &x,
-                &format!("direct 1-D rotate_at d={d}"),
-                |b, buf| {
-                    on(b)
-                        .rotate_at(buf, shape, &positions, Direction::Inverse)
-                        .unwrap()
-                },
-            );
-            let head = rng.values(d);
-            compare(
-                layout,
-                d,
-                &head,
-                &format!("direct 1-D head d={d}"),
-                |b, buf| on(b).rotate_head(buf, 12_345, Direction::Forward).unwrap(),
-            );
         }
     }
 }
@@ -562,7 +590,6 @@ fn special_values(rng: &mut Rng, len: usize) -> Vec<f32> {
             if r.is_multiple_of(5) {
                 SPECIAL[(r >> 8) as usize % SPECIAL.len()]
             } else if r.is_multiple_of(7) {
-                // Subnormal results from normal inputs.
                 rng.value() * 1e-38
             } else {
                 rng.value()
@@ -573,72 +600,41 @@ fn special_values(rng: &mut Rng, len: usize) -> Vec<f32> {
 
 #[test]
 fn special_values_propagate_like_scalar() {
-    let mut rng = Rng(6);
-    let grid = if cfg!(miri) {
-        Grid::new(2, 2)
-    } else {
-        Grid::new(3, 3)
-    };
-    let n = grid.tokens().unwrap();
+    let mut rng = Rng(8);
+    let extents = miri_or([3, 3], [2, 2]);
+    let n = extents[0] * extents[1];
     for layout in LAYOUTS {
-        // Under Miri: one dim with main loops and tails.
-        let dims: &[usize] = if cfg!(miri) {
-            &[20]
-        } else {
-            &[8, 12, 20, 36, 64, 100, 128]
-        };
-        for &d in dims {
+        for &d in miri_or(&[8, 12, 20, 36, 64, 100, 128][..], &[20][..]) {
             let heads = 3;
-            let token = heads * d;
-            let mut storage = vec![[0f32; 2]; AxialTableRef::storage_len(d, grid).unwrap()];
-            let config = Axial2d::new(layout, AxisOrder::ColFirst, 100.0);
-            let table = AxialTableRef::build(&mut storage, &config, d, grid).unwrap();
-            let mut storage1 = vec![[0f32; 2]; Rope1dTableRef::storage_len(d, n).unwrap()];
-            let table1 =
-                Rope1dTableRef::build(&mut storage1, &Rope1d::new(layout, 10_000.0), d, n).unwrap();
-            let f: Vec<f32> = (0..heads * d / 2).map(|_| rng.value()).collect();
-            let freqs = LearnedFreqs {
-                heads,
-                x: &f,
-                y: &f,
+            let spec = preset::axial(d, layout, AxisOrder::ColFirst, 100.0);
+            let mut store = storage(&spec, extents);
+            let table = Table::build(&mut store, &spec, extents).unwrap();
+            let fx: Vec<f32> = (0..heads * d / 2).map(|_| rng.value()).collect();
+            let mixed_spec = Spec {
+                layout,
+                ..preset::rope_mixed(d, heads, LearnedFreqs { x: &fx, y: &fx })
             };
-            let mut storage_m =
-                vec![[0f32; 2]; MixedTableRef::storage_len(d, heads, grid).unwrap()];
-            let mixed = MixedTableRef::build(
-                &mut storage_m,
-                &Mixed2d {
-                    layout,
-                    coords: Coords::Index,
-                },
+            let mut mixed_store = storage(&mixed_spec, extents);
+            let mixed = Table::build(&mut mixed_store, &mixed_spec, extents).unwrap();
+            let p = Pairing {
+                layout,
                 d,
-                grid,
-                freqs,
-            )
-            .unwrap();
+                pairs: d / 2,
+            };
             for &dir in dirs(layout) {
-                let x = special_values(&mut rng, n * token);
-                let what = format!("special axial d={d} {dir:?}");
-                compare(layout, d, &x, &what, |b, buf| {
+                let x = special_values(&mut rng, n * heads * d);
+                compare(p, &x, &format!("special axial d={d} {dir:?}"), |b, buf| {
                     table
                         .with_backend(b)
                         .unwrap()
-                        .rotate(buf, Shape::heads(heads), dir)
+                        .rotate(buf, Shape::heads(heads), Grid::new(extents), dir)
                         .unwrap()
                 });
-                let what = format!("special 1-D d={d} {dir:?}");
-                compare(layout, d, &x, &what, |b, buf| {
-                    table1
-                        .with_backend(b)
-                        .unwrap()
-                        .rotate(buf, Shape::heads(heads), 0, dir)
-                        .unwrap()
-                });
-                let what = format!("special mixed d={d} {dir:?}");
-                compare(layout, d, &x, &what, |b, buf| {
+                compare(p, &x, &format!("special mixed d={d} {dir:?}"), |b, buf| {
                     mixed
                         .with_backend(b)
                         .unwrap()
-                        .rotate(buf, Shape::heads(heads), dir)
+                        .rotate(buf, Shape::heads(heads), Grid::new(extents), dir)
                         .unwrap()
                 });
             }
@@ -649,12 +645,16 @@ fn special_values_propagate_like_scalar() {
 /// A NaN in one element makes exactly its pair NaN, on every backend (scalar included).
 #[test]
 fn nan_stays_in_its_pair() {
-    let grid = Grid::new(2, 2);
     for layout in LAYOUTS {
         let d = 16;
-        let mut storage = vec![[0f32; 2]; AxialTableRef::storage_len(d, grid).unwrap()];
-        let config = Axial2d::new(layout, AxisOrder::ColFirst, 100.0);
-        let table = AxialTableRef::build(&mut storage, &config, d, grid).unwrap();
+        let spec = preset::axial(d, layout, AxisOrder::ColFirst, 100.0);
+        let mut store = storage(&spec, [2, 2]);
+        let table = Table::build(&mut store, &spec, [2, 2]).unwrap();
+        let p = Pairing {
+            layout,
+            d,
+            pairs: d / 2,
+        };
         for &backend in Backend::ALL.iter().filter(|b| b.is_available()) {
             for i in [0, 5, 17, 38, 63] {
                 let mut x = vec![0.5f32; 4 * d];
@@ -662,10 +662,15 @@ fn nan_stays_in_its_pair() {
                 table
                     .with_backend(backend)
                     .unwrap()
-                    .rotate(&mut x, Shape::heads(1), Direction::Forward)
+                    .rotate(
+                        &mut x,
+                        Shape::heads(1),
+                        Grid::new([2, 2]),
+                        Direction::Forward,
+                    )
                     .unwrap();
                 for (j, v) in x.iter().enumerate() {
-                    let in_pair = j == i || j == partner(i, d, layout);
+                    let in_pair = j == i || j == p.partner(i);
                     assert_eq!(
                         v.is_nan(),
                         in_pair,
@@ -679,13 +684,16 @@ fn nan_stays_in_its_pair() {
 }
 
 /// `Backend::auto()` is available and is what tables use by default; every available backend
-/// can be chosen explicitly, and a backend this CPU lacks is refused.
+/// can be chosen explicitly, and a backend this CPU lacks is refused. Also without the `std`
+/// feature (`cargo test` with default features runs this): `auto()` is the best backend the
+/// CPU has, by std's own detection in this test.
 #[test]
 fn dispatch() {
     let auto = Backend::auto();
     assert!(auto.is_available());
-    let mut storage = vec![[0f32; 2]; AxialTableRef::storage_len(8, Grid::new(1, 1)).unwrap()];
-    let table = AxialTableRef::build(&mut storage, &Axial2d::ROPE_VIT, 8, Grid::new(1, 1)).unwrap();
+    let spec = preset::rope_vit(8);
+    let mut store = storage(&spec, [1, 1]);
+    let table = Table::build(&mut store, &spec, [1, 1]).unwrap();
     assert_eq!(table.backend(), auto);
     for &backend in Backend::ALL {
         match table.with_backend(backend) {
@@ -695,11 +703,11 @@ fn dispatch() {
             }
             Err(e) => {
                 assert!(!backend.is_available());
-                assert_eq!(e, rope2d::Error::BackendUnavailable);
+                assert_eq!(e, Error::BackendUnavailable);
             }
         }
     }
-    #[cfg(all(target_arch = "x86_64", feature = "avx512", feature = "std"))]
+    #[cfg(all(target_arch = "x86_64", feature = "avx512"))]
     if std::is_x86_feature_detected!("avx512f")
         && std::is_x86_feature_detected!("avx2")
         && std::is_x86_feature_detected!("fma")
@@ -707,7 +715,7 @@ fn dispatch() {
         assert_eq!(auto.name(), "avx512");
         return;
     }
-    #[cfg(all(target_arch = "x86_64", feature = "avx2", feature = "std"))]
+    #[cfg(all(target_arch = "x86_64", feature = "avx2"))]
     if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
         assert_eq!(auto.name(), "avx2");
     }
@@ -719,24 +727,28 @@ fn dispatch() {
 /// data some outputs differ from scalar in the last bit, as their bound allows.
 #[test]
 fn fused_backends_are_not_scalar() {
-    let grid = Grid::new(4, 4);
     let d = 64;
-    let mut storage = vec![[0f32; 2]; AxialTableRef::storage_len(d, grid).unwrap()];
-    let table = AxialTableRef::build(&mut storage, &Axial2d::ROPE_VIT, d, grid).unwrap();
+    let spec = preset::rope_vit(d);
+    let mut store = storage(&spec, [4, 4]);
+    let table = Table::build(&mut store, &spec, [4, 4]).unwrap();
     let x = Rng(7).values(16 * 2 * d);
-    let mut want = x.clone();
-    table
-        .with_backend(Backend::Scalar)
-        .unwrap()
-        .rotate(&mut want, Shape::heads(2), Direction::Forward)
-        .unwrap();
-    for backend in backends() {
-        let mut got = x.clone();
+    let run = |backend: Backend| {
+        let mut out = x.clone();
         table
             .with_backend(backend)
             .unwrap()
-            .rotate(&mut got, Shape::heads(2), Direction::Forward)
+            .rotate(
+                &mut out,
+                Shape::heads(2),
+                Grid::new([4, 4]),
+                Direction::Forward,
+            )
             .unwrap();
+        out
+    };
+    let want = run(Backend::Scalar);
+    for backend in backends() {
+        let got = run(backend);
         let differ = want
             .iter()
             .zip(&got)
@@ -754,10 +766,9 @@ fn fused_backends_are_not_scalar() {
     }
 }
 
-/// `avx512` against `avx2`: the same bits (NaN at the same places), through axial, 1-D and
-/// RoPE-Mixed tables and direct axial rotation, both layouts and directions, every head dim
-/// from 4 (or 8) to 256 (every tail of every kernel) and special values. Skipped when this
-/// build or CPU lacks either backend.
+/// `avx512` against `avx2`: the same bits (NaN at the same places), through section tables,
+/// 1-D, gathered plans and RoPE-Mixed, both layouts and directions, every head dim from 4 to
+/// 256 and special values. Skipped when this build or CPU lacks either backend.
 #[test]
 fn avx512_is_bit_identical_to_avx2() {
     let by_name = |name: &str| {
@@ -792,95 +803,87 @@ fn avx512_is_bit_identical_to_avx2() {
         }
     };
     let mut rng = Rng(11);
-    let grid = miri_grid(Grid::new(3, 5));
-    let n = grid.tokens().unwrap();
-    let dims: Vec<usize> = if cfg!(miri) {
-        vec![16, 36, 64]
-    } else {
-        (4..=256).step_by(2).collect()
-    };
+    let extents = miri_or([3, 5], [2, 3]);
+    let n = extents[0] * extents[1];
+    let dims: Vec<usize> = miri_or((4..=256).step_by(2).collect(), vec![16, 36, 64]);
     for layout in LAYOUTS {
         for &d in &dims {
             let heads = 1 + d % 3;
-            let token = heads * d;
             for &dir in dirs(layout) {
                 let x = if d % 8 == 0 {
-                    special_values(&mut rng, n * token)
+                    special_values(&mut rng, n * heads * d)
                 } else {
-                    rng.values(n * token)
+                    rng.values(n * heads * d)
                 };
+                let shape = Shape::heads(heads);
                 if d.is_multiple_of(4) {
                     for order in [AxisOrder::RowFirst, AxisOrder::ColFirst] {
-                        let config = Axial2d::new(layout, order, 100.0);
-                        let mut storage =
-                            vec![[0f32; 2]; AxialTableRef::storage_len(d, grid).unwrap()];
-                        let table = AxialTableRef::build(&mut storage, &config, d, grid).unwrap();
-                        let what = format!("axial d={d} {layout:?} {order:?} {dir:?}");
+                        let spec = preset::axial(d, layout, order, 100.0);
+                        let mut store = storage(&spec, extents);
+                        let table = Table::build(&mut store, &spec, extents).unwrap();
                         same(
-                            &what,
+                            &format!("axial d={d} {layout:?} {order:?} {dir:?}"),
                             &|b, buf| {
                                 table
                                     .with_backend(b)
                                     .unwrap()
-                                    .rotate(buf, Shape::heads(heads), dir)
+                                    .rotate(buf, shape, Grid::new(extents), dir)
                                     .unwrap()
                             },
                             &x,
                         );
                     }
-                    let rope = AxialDirect::new(&axial_config(layout, d), d).unwrap();
-                    let coords: Vec<Coord> = (0..n)
-                        .map(|i| Coord {
-                            row: i as f32 * 0.75 - 2.0,
-                            col: 9.5 - i as f32 * 1.25,
-                        })
-                        .collect();
-                    same(
-                        &format!("direct axial d={d} {layout:?} {dir:?}"),
-                        &|b, buf| {
-                            rope.with_backend(b)
-                                .unwrap()
-                                .rotate(buf, Shape::heads(heads), &coords, dir)
-                                .unwrap()
-                        },
-                        &x,
-                    );
                 }
-                let config = Rope1d::new(layout, 10_000.0);
-                let mut storage = vec![[0f32; 2]; Rope1dTableRef::storage_len(d, n).unwrap()];
-                let table = Rope1dTableRef::build(&mut storage, &config, d, n).unwrap();
+                let spec = preset::rope_1d(d, layout, 10_000.0);
+                let mut store = storage(&spec, [n]);
+                let table = Table::build(&mut store, &spec, [n]).unwrap();
                 same(
                     &format!("1-D d={d} {layout:?} {dir:?}"),
                     &|b, buf| {
                         table
                             .with_backend(b)
                             .unwrap()
-                            .rotate(buf, Shape::heads(heads), 0, dir)
+                            .rotate(buf, shape, Run::from([0]), dir)
                             .unwrap()
                     },
                     &x,
                 );
                 let fx: Vec<f32> = (0..heads * d / 2).map(|_| rng.value()).collect();
                 let fy: Vec<f32> = (0..heads * d / 2).map(|_| rng.value()).collect();
-                let freqs = LearnedFreqs {
-                    heads,
-                    x: &fx,
-                    y: &fy,
-                };
-                let config = Mixed2d {
+                let spec = Spec {
                     layout,
-                    coords: Coords::Index,
+                    ..preset::rope_mixed(d, heads, LearnedFreqs { x: &fx, y: &fy })
                 };
-                let mut storage =
-                    vec![[0f32; 2]; MixedTableRef::storage_len(d, heads, grid).unwrap()];
-                let table = MixedTableRef::build(&mut storage, &config, d, grid, freqs).unwrap();
+                let mut store = storage(&spec, extents);
+                let table = Table::build(&mut store, &spec, extents).unwrap();
                 same(
                     &format!("mixed d={d} {layout:?} {dir:?}"),
                     &|b, buf| {
                         table
                             .with_backend(b)
                             .unwrap()
-                            .rotate(buf, Shape::heads(heads), dir)
+                            .rotate(buf, shape, Grid::new(extents), dir)
+                            .unwrap()
+                    },
+                    &x,
+                );
+                let pieces = [Piece::Grid {
+                    grid: Grid::new([1, extents[0], extents[1]]),
+                    repeat: 1,
+                }];
+                let spec = Spec {
+                    layout,
+                    ..preset::qwen3_vl_mrope(d, 1e6, [d / 2 - 2 * (d / 6), d / 6, d / 6])
+                };
+                let mut store = storage(&spec, [1, extents[0], extents[1]]);
+                let table = Table::build(&mut store, &spec, [1, extents[0], extents[1]]).unwrap();
+                same(
+                    &format!("qwen3 d={d} {layout:?} {dir:?}"),
+                    &|b, buf| {
+                        table
+                            .with_backend(b)
+                            .unwrap()
+                            .rotate(buf, shape, &pieces[..], dir)
                             .unwrap()
                     },
                     &x,

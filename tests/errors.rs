@@ -1,10 +1,10 @@
-//! Every caller mistake each fallible entry point can see, and the exact error it returns.
-//! Every case also checks that nothing was written: buffers and storage are unchanged.
+//! Every error case: each is reported as its `Error` variant and leaves every buffer (and
+//! table storage) untouched.
 
 use rope2d::{
-    Axial2d, AxialDirect, AxialTable, AxialTableRef, Backend, Coord, Coords, Direction, Error,
-    Grid, GridPos, LearnedFreqs, Mixed2d, MixedTable, MixedTableRef, Rope1d, Rope1dDirect,
-    Rope1dTable, Rope1dTableRef, Shape,
+    Backend, Coords, Direct, Direction, Error, FixedTable, FreqIndex, Freqs, Grid, Layout,
+    LearnedFreqs, PerPair, Piece, Run, Section, Sections, Shape, Spec, Summed, Table,
+    preset::{self, HfRope, HfScaling},
 };
 
 const FWD: Direction = Direction::Forward;
@@ -18,613 +18,461 @@ fn untouched(x: &[f32]) -> bool {
     x.iter().all(|&v| v == SENTINEL)
 }
 
-#[test]
-fn axial_table_shape_and_config_errors() {
-    let grid = Grid::new(4, 3);
-    assert_eq!(
-        AxialTableRef::storage_len(0, grid),
-        Err(Error::InvalidHeadDim {
-            head_dim: 0,
-            multiple_of: 4
-        })
-    );
-    assert_eq!(
-        AxialTableRef::storage_len(6, grid),
-        Err(Error::InvalidHeadDim {
-            head_dim: 6,
-            multiple_of: 4
-        })
-    );
-    assert_eq!(
-        AxialTableRef::storage_len(8, Grid::new(0, 3)),
-        Err(Error::EmptyTable)
-    );
-    assert_eq!(
-        AxialTableRef::storage_len(8, Grid::new(3, 0)),
-        Err(Error::EmptyTable)
-    );
-    assert_eq!(
-        AxialTableRef::storage_len(8, Grid::new(usize::MAX, 2)),
-        Err(Error::ShapeOverflow)
-    );
-    assert_eq!(AxialTableRef::storage_len(8, grid), Ok(14));
-
-    let mut storage = vec![[7.0f32; 2]; 14];
-    let mut short = vec![[7.0f32; 2]; 13];
-    assert_eq!(
-        AxialTableRef::build(&mut short, &Axial2d::ROPE_VIT, 8, grid).err(),
-        Some(Error::StorageLength {
-            expected: 14,
-            actual: 13
-        })
-    );
-    let bad = [
-        (
-            Axial2d::ROPE_VIT.with_freq_scale(f64::NAN),
-            Error::InvalidFreqScale,
-        ),
-        (
-            Axial2d::ROPE_VIT.with_freq_scale(0.0),
-            Error::InvalidFreqScale,
-        ),
-        (
-            Axial2d::ROPE_VIT.with_freq_scale(-1.0),
-            Error::InvalidFreqScale,
-        ),
-        (
-            Axial2d::ROPE_VIT.with_freq_scale(f64::INFINITY),
-            Error::InvalidFreqScale,
-        ),
-        (
-            Axial2d::ROPE_VIT.with_freq_scale(1e10),
-            Error::InvalidFreqScale,
-        ),
-        (
-            Axial2d {
-                base: f64::NAN,
-                ..Axial2d::ROPE_VIT
-            },
-            Error::InvalidBase,
-        ),
-        (
-            Axial2d {
-                base: f64::INFINITY,
-                ..Axial2d::ROPE_VIT
-            },
-            Error::InvalidBase,
-        ),
-        (
-            Axial2d {
-                base: 1.0,
-                ..Axial2d::ROPE_VIT
-            },
-            Error::InvalidBase,
-        ),
-        (
-            Axial2d {
-                base: 0.5,
-                ..Axial2d::ROPE_VIT
-            },
-            Error::InvalidBase,
-        ),
-        (
-            Axial2d {
-                base: -100.0,
-                ..Axial2d::ROPE_VIT
-            },
-            Error::InvalidBase,
-        ),
-        (
-            Axial2d::EVA02.with_coords(Coords::Rescale {
-                ref_rows: 0,
-                ref_cols: 16,
-            }),
-            Error::InvalidRefGrid,
-        ),
-        (
-            Axial2d::EVA02.with_coords(Coords::Rescale {
-                ref_rows: 16,
-                ref_cols: 0,
-            }),
-            Error::InvalidRefGrid,
-        ),
-    ];
-    for (config, error) in bad {
-        assert_eq!(
-            AxialTableRef::build(&mut storage, &config, 8, grid).err(),
-            Some(error),
-            "{config:?}"
-        );
-        assert!(
-            storage.iter().all(|e| *e == [7.0, 7.0]),
-            "storage written on error"
-        );
-        assert_eq!(AxialTable::<8, 4, 3>::new(&config).err(), Some(error));
-        // Tableless rotation has no grid, so no reference grid to check.
-        if error != Error::InvalidRefGrid {
-            assert_eq!(AxialDirect::new(&config, 8).err(), Some(error));
-        }
+fn sections<const A: usize>(sections: [Section; A]) -> Sections<A> {
+    Sections {
+        sections,
+        index: FreqIndex::PerSection,
     }
-    assert_eq!(
-        AxialDirect::new(&Axial2d::ROPE_VIT, 10).err(),
-        Some(Error::InvalidHeadDim {
-            head_dim: 10,
-            multiple_of: 4
-        })
-    );
+}
+
+fn base() -> Freqs<'static> {
+    Freqs::Base {
+        base: 100.0,
+        freq_scale: 1.0,
+    }
 }
 
 #[test]
-fn axial_rotation_errors() {
-    let table = AxialTable::<8, 2, 3>::new(&Axial2d::ROPE_VIT).unwrap();
-    let shape = Shape::heads(2).with_prefix(1);
-    let token = 2 * 8;
-
-    let mut head = buffer(7);
+fn spec_errors() {
+    let ok = preset::rope_vit(16);
+    assert_eq!(ok.check(), Ok(()));
+    // Rotary dimension: no pairs, or more than the head holds.
+    let empty = Spec::new(16, Layout::Half, sections([Section::new(0, 0)]), base());
     assert_eq!(
-        table.rotate_head(&mut head, GridPos::new(0, 0), FWD),
-        Err(Error::HeadLength {
+        empty.check(),
+        Err(Error::RotaryDim {
+            pairs: 0,
+            head_dim: 16
+        })
+    );
+    let wide = Spec::new(6, Layout::Half, sections([Section::new(0, 4)]), base());
+    assert_eq!(
+        wide.check(),
+        Err(Error::RotaryDim {
+            pairs: 4,
+            head_dim: 6
+        })
+    );
+    // Axes.
+    let axis = Spec::new(
+        8,
+        Layout::Half,
+        sections([Section::new(2, 2), Section::new(0, 2)]),
+        base(),
+    );
+    assert_eq!(axis.check(), Err(Error::InvalidAxis { axis: 2, axes: 2 }));
+    let axes = [0u8, 1, 3];
+    let per_pair = Spec::<2, _>::new(8, Layout::Half, PerPair { axes: &axes }, base());
+    assert_eq!(
+        per_pair.check(),
+        Err(Error::InvalidAxis { axis: 3, axes: 2 })
+    );
+    // Frequencies.
+    for (b, s, e) in [
+        (1.0, 1.0, Error::InvalidBase),
+        (f64::NAN, 1.0, Error::InvalidBase),
+        (0.5, 1.0, Error::InvalidBase),
+        (100.0, 0.0, Error::InvalidFreqScale),
+        (100.0, -1.0, Error::InvalidFreqScale),
+        (100.0, f64::INFINITY, Error::InvalidFreqScale),
+        (100.0, 5e9, Error::InvalidFreqScale),
+    ] {
+        let spec = Spec {
+            freqs: Freqs::Base {
+                base: b,
+                freq_scale: s,
+            },
+            ..ok
+        };
+        assert_eq!(spec.check(), Err(e), "{b} {s}");
+    }
+    let short = [1.0; 3];
+    let spec = Spec {
+        freqs: Freqs::Explicit(&short),
+        ..ok
+    };
+    assert_eq!(
+        spec.check(),
+        Err(Error::FrequencyLength {
             expected: 8,
-            actual: 7
+            actual: 3
         })
     );
-    let mut head = buffer(8);
-    let outside = Error::GridPositionOutOfRange {
-        row: 2,
-        col: 0,
-        rows: 2,
-        cols: 3,
-    };
+    for bad in [f64::NAN, f64::INFINITY, 5e9] {
+        let mut values = [0.5; 8];
+        values[3] = bad;
+        let spec = Spec {
+            freqs: Freqs::Explicit(&values),
+            ..ok
+        };
+        assert_eq!(spec.check(), Err(Error::InvalidFrequency), "{bad}");
+    }
+    // Learned frequencies go with the summed plan only.
+    let f = [0.5f32; 16];
+    let learned = Freqs::Learned(LearnedFreqs { x: &f, y: &f });
     assert_eq!(
-        table.rotate_head(&mut head, GridPos::new(2, 0), FWD),
-        Err(outside)
+        Spec {
+            freqs: learned,
+            ..ok
+        }
+        .check(),
+        Err(Error::PlanMismatch)
     );
-    let outside_col = Error::GridPositionOutOfRange {
-        row: 0,
-        col: 3,
-        rows: 2,
-        cols: 3,
-    };
+    let summed = Spec::new(
+        16,
+        Layout::Interleaved,
+        Summed { heads: 2, pairs: 8 },
+        base(),
+    );
+    assert_eq!(summed.check(), Err(Error::PlanMismatch));
+    let mixed = preset::rope_mixed(16, 2, LearnedFreqs { x: &f[..15], y: &f });
     assert_eq!(
-        table.rotate_head(&mut head, GridPos::new(0, 3), FWD),
-        Err(outside_col)
+        mixed.check(),
+        Err(Error::FrequencyLength {
+            expected: 16,
+            actual: 15
+        })
     );
-    assert!(untouched(&head));
+    let mut nan = f;
+    nan[9] = f32::NAN;
+    let mixed = preset::rope_mixed(16, 2, LearnedFreqs { x: &f, y: &nan });
+    assert_eq!(mixed.check(), Err(Error::InvalidFrequency));
+    let zero_heads = preset::rope_mixed(16, 0, LearnedFreqs { x: &[], y: &[] });
+    assert_eq!(zero_heads.check(), Err(Error::ZeroHeads));
+    // Magnitude and coordinates.
+    for m in [0.0, -1.0, f32::NAN, f32::INFINITY] {
+        assert_eq!(ok.with_mscale(m).check(), Err(Error::InvalidMscale), "{m}");
+    }
+    let rescale = ok.with_coords([Coords::Rescale { reference: 0 }, Coords::Index]);
+    assert_eq!(rescale.check(), Err(Error::InvalidRefGrid));
+    let linspace = ok.with_coords([
+        Coords::Index,
+        Coords::Linspace {
+            start: 0.0,
+            stop: f32::NAN,
+        },
+    ]);
+    assert_eq!(linspace.check(), Err(Error::NonFiniteCoordinate));
+}
 
-    let mut x = buffer(7 * token);
+#[test]
+fn table_errors_leave_storage_untouched() {
+    let spec = preset::rope_vit(16);
+    assert_eq!(Table::storage_len(&spec, [3, 4]), Ok((3 + 4) * 4));
+    assert_eq!(Table::storage_len(&spec, [0, 4]), Err(Error::EmptyTable));
     assert_eq!(
-        table.rotate(&mut x, Shape::heads(0), FWD),
-        Err(Error::ZeroHeads)
-    );
-    let mut ragged = buffer(7 * token + 3);
-    assert_eq!(
-        table.rotate(&mut ragged, shape, FWD),
-        Err(Error::BufferLength {
-            actual: 7 * token + 3,
-            token_len: token
-        })
-    );
-    let mut short = buffer(6 * token);
-    assert_eq!(
-        table.rotate(&mut short, shape, FWD),
-        Err(Error::TokenCount {
-            expected: 7,
-            actual: 6
-        })
-    );
-    assert_eq!(
-        table.rotate(&mut x, Shape::heads(2), FWD),
-        Err(Error::TokenCount {
-            expected: 6,
-            actual: 7
-        })
-    );
-    assert_eq!(
-        table.rotate(&mut x, Shape::heads(2).with_prefix(usize::MAX), FWD),
+        Table::storage_len(&spec, [usize::MAX, 4]),
         Err(Error::ShapeOverflow)
     );
-    assert!(untouched(&x) && untouched(&ragged) && untouched(&short));
-
-    let (mut q, mut k) = (buffer(7 * token), buffer(6 * token));
+    let mut storage = vec![[7.0f32; 2]; 27];
     assert_eq!(
-        table.rotate_qk(&mut q, &mut k, shape, FWD),
-        Err(Error::TokenCount {
-            expected: 7,
-            actual: 6
+        Table::build(&mut storage, &spec, [3, 4]).err(),
+        Some(Error::StorageLength {
+            expected: 28,
+            actual: 27
+        })
+    );
+    let bad = Spec {
+        freqs: Freqs::Base {
+            base: 1.0,
+            freq_scale: 1.0,
+        },
+        ..spec
+    };
+    let mut storage = vec![[7.0f32; 2]; 28];
+    assert_eq!(
+        Table::build(&mut storage, &bad, [3, 4]).err(),
+        Some(Error::InvalidBase)
+    );
+    assert!(
+        storage.iter().all(|e| *e == [7.0, 7.0]),
+        "storage written on error"
+    );
+    assert_eq!(
+        FixedTable::<27, 2>::new(&spec, [3, 4]).err(),
+        Some(Error::StorageLength {
+            expected: 28,
+            actual: 27
+        })
+    );
+    assert!(FixedTable::<28, 2>::new(&spec, [3, 4]).is_ok());
+    assert_eq!(spec.plan.table_len([3, 4]), 28);
+}
+
+#[test]
+fn rotation_errors_leave_buffers_untouched() {
+    let spec = preset::rope_vit(16);
+    let mut storage = vec![[0f32; 2]; 28];
+    let table = Table::build(&mut storage, &spec, [3, 4]).unwrap();
+    let grid = Grid::new([3, 4]);
+    let token = 2 * 16;
+    let cases: Vec<(Vec<f32>, Shape, Error)> = vec![
+        (buffer(12 * token), Shape::heads(0), Error::ZeroHeads),
+        (
+            buffer(12 * token + 1),
+            Shape::heads(2),
+            Error::BufferLength {
+                actual: 12 * token + 1,
+                token_len: token,
+            },
+        ),
+        (
+            buffer(11 * token),
+            Shape::heads(2),
+            Error::TokenCount {
+                expected: 12,
+                actual: 11,
+            },
+        ),
+        (
+            buffer(12 * token),
+            Shape::heads(2).with_prefix(1),
+            Error::TokenCount {
+                expected: 13,
+                actual: 12,
+            },
+        ),
+    ];
+    for (mut x, shape, error) in cases {
+        assert_eq!(table.rotate(&mut x, shape, grid, FWD), Err(error));
+        assert!(untouched(&x), "{error:?}");
+    }
+    // Positions outside the table: a larger grid, a list, a run, pieces.
+    let mut x = buffer(15 * token);
+    assert_eq!(
+        table.rotate(&mut x, Shape::heads(2), Grid::new([3, 5]), FWD),
+        Err(Error::PositionOutOfRange {
+            axis: 1,
+            value: 4,
+            extent: 4
+        })
+    );
+    let list = [[0u32, 0], [2, 3], [3, 0]];
+    let mut x = buffer(3 * token);
+    assert_eq!(
+        table.rotate_at(&mut x, Shape::heads(2), &list, FWD),
+        Err(Error::PositionOutOfRange {
+            axis: 0,
+            value: 3,
+            extent: 3
+        })
+    );
+    assert_eq!(
+        table.rotate(
+            &mut x,
+            Shape::heads(2),
+            Run {
+                start: [0, 2],
+                step: [1, 1]
+            },
+            FWD
+        ),
+        Err(Error::PositionOutOfRange {
+            axis: 1,
+            value: 4,
+            extent: 4
+        })
+    );
+    let pieces = [Piece::Grid {
+        grid: Grid::new([3, 4]).at([1, 0]),
+        repeat: 1,
+    }];
+    let mut y = buffer(12 * token);
+    assert_eq!(
+        table.rotate(&mut y, Shape::heads(2), &pieces[..], FWD),
+        Err(Error::PositionOutOfRange {
+            axis: 0,
+            value: 3,
+            extent: 3
+        })
+    );
+    let windows = [Piece::Windows {
+        grid: Grid::new([2, 2]),
+        window: 0,
+        repeat: 1,
+    }];
+    let mut w = buffer(4 * token);
+    assert_eq!(
+        table.rotate(&mut w, Shape::heads(2), &windows[..], FWD),
+        Err(Error::EmptyTable)
+    );
+    assert!(untouched(&x) && untouched(&y) && untouched(&w));
+    // q and k: neither is touched unless both are valid.
+    let (mut q, mut k) = (buffer(12 * token), buffer(12 * token - 1));
+    assert!(
+        table
+            .rotate_qk(&mut q, &mut k, Shape::heads(2), grid, FWD)
+            .is_err()
+    );
+    assert!(untouched(&q) && untouched(&k));
+    // One head.
+    let mut head = buffer(15);
+    assert_eq!(
+        table.rotate_head(&mut head, [0, 0], FWD),
+        Err(Error::HeadLength {
+            expected: 16,
+            actual: 15
+        })
+    );
+    let mut head = buffer(16);
+    assert_eq!(
+        table.rotate_head(&mut head, [0, 4], FWD),
+        Err(Error::PositionOutOfRange {
+            axis: 1,
+            value: 4,
+            extent: 4
+        })
+    );
+    assert!(untouched(&head));
+    // RoPE-Mixed: the buffer's heads must be the frequencies' heads.
+    let f = [0.25f32; 16];
+    let mixed = preset::rope_mixed(16, 2, LearnedFreqs { x: &f, y: &f });
+    let mut storage = vec![[0f32; 2]; Table::storage_len(&mixed, [3, 4]).unwrap()];
+    let table = Table::build(&mut storage, &mixed, [3, 4]).unwrap();
+    let mut x = buffer(12 * 3 * 16);
+    assert_eq!(
+        table.rotate(&mut x, Shape::heads(3), grid, FWD),
+        Err(Error::HeadCount {
+            expected: 2,
+            actual: 3
+        })
+    );
+    let mut head = buffer(16);
+    assert_eq!(
+        table.rotate_head(&mut head, [0, 0], FWD),
+        Err(Error::HeadCount {
+            expected: 2,
+            actual: 1
+        })
+    );
+    assert!(untouched(&x) && untouched(&head));
+}
+
+#[test]
+fn direct_errors() {
+    assert_eq!(
+        Direct::new(&preset::dinov3(16)).err(),
+        Some(Error::TableCoords)
+    );
+    let direct = Direct::new(&preset::llama(16)).unwrap();
+    let mut x = buffer(2 * 16);
+    // Integer positions are never out of range, but a run past u32::MAX is.
+    assert_eq!(
+        direct.rotate(&mut x, Shape::heads(1), Run::from([u32::MAX]), FWD),
+        Err(Error::PositionOutOfRange {
+            axis: 0,
+            value: 1 << 32,
+            extent: 1 << 32
         })
     );
     assert!(
-        untouched(&q) && untouched(&k),
-        "q must not be rotated when k is invalid"
+        direct
+            .rotate(&mut x, Shape::heads(2), Run::from([u32::MAX]), FWD)
+            .is_ok()
     );
-
-    let positions = [GridPos::new(1, 2), GridPos::new(0, 0)];
-    let mut x = buffer(3 * token);
+    let mut y = buffer(2 * 16);
+    let coords = [[1.5f32], [f32::INFINITY]];
     assert_eq!(
-        table.rotate_at(&mut x, shape, &positions[..1], FWD),
+        direct.rotate_coords(&mut y, Shape::heads(1), &coords, FWD),
+        Err(Error::NonFiniteCoordinate)
+    );
+    assert_eq!(
+        direct.rotate_coords(&mut y, Shape::heads(1), &coords[..1], FWD),
         Err(Error::TokenCount {
-            expected: 2,
-            actual: 3
-        })
-    );
-    let bad = [GridPos::new(1, 2), GridPos::new(5, 1)];
-    let outside = Error::GridPositionOutOfRange {
-        row: 5,
-        col: 1,
-        rows: 2,
-        cols: 3,
-    };
-    assert_eq!(table.rotate_at(&mut x, shape, &bad, FWD), Err(outside));
-    assert!(untouched(&x));
-    assert_eq!(table.rotate_at(&mut x, shape, &positions, FWD), Ok(()));
-    assert!(untouched(&x[..token]) && !untouched(&x[token..]));
-}
-
-#[test]
-fn rope1d_errors() {
-    assert_eq!(
-        Rope1dTableRef::storage_len(0, 4),
-        Err(Error::InvalidHeadDim {
-            head_dim: 0,
-            multiple_of: 2
-        })
-    );
-    assert_eq!(
-        Rope1dTableRef::storage_len(5, 4),
-        Err(Error::InvalidHeadDim {
-            head_dim: 5,
-            multiple_of: 2
-        })
-    );
-    assert_eq!(Rope1dTableRef::storage_len(6, 0), Err(Error::EmptyTable));
-    assert_eq!(Rope1dTableRef::storage_len(6, 4), Ok(12));
-    let mut storage = vec![[7.0f32; 2]; 11];
-    assert_eq!(
-        Rope1dTableRef::build(&mut storage, &Rope1d::LLAMA, 6, 4).err(),
-        Some(Error::StorageLength {
-            expected: 12,
-            actual: 11
-        })
-    );
-    let mut storage = vec![[7.0f32; 2]; 12];
-    let bad_base = Rope1d {
-        base: 0.0,
-        ..Rope1d::LLAMA
-    };
-    assert_eq!(
-        Rope1dTableRef::build(&mut storage, &bad_base, 6, 4).err(),
-        Some(Error::InvalidBase)
-    );
-    assert!(storage.iter().all(|e| *e == [7.0, 7.0]));
-    assert_eq!(
-        Rope1dTable::<8, 4>::new(&bad_base).err(),
-        Some(Error::InvalidBase)
-    );
-    assert_eq!(
-        Rope1dDirect::new(&bad_base, 8).err(),
-        Some(Error::InvalidBase)
-    );
-    assert_eq!(
-        Rope1dDirect::new(&Rope1d::LLAMA, 3).err(),
-        Some(Error::InvalidHeadDim {
-            head_dim: 3,
-            multiple_of: 2
-        })
-    );
-    let scale = Rope1d::LLAMA.with_freq_scale(f64::NEG_INFINITY);
-    assert_eq!(
-        Rope1dTable::<8, 4>::new(&scale).err(),
-        Some(Error::InvalidFreqScale)
-    );
-
-    let table = Rope1dTable::<8, 4>::new(&Rope1d::LLAMA).unwrap();
-    let mut head = buffer(8);
-    assert_eq!(
-        table.rotate_head(&mut head, 4, FWD),
-        Err(Error::PositionOutOfRange {
-            position: 4,
-            len: 4
-        })
-    );
-    let mut x = buffer(3 * 8);
-    assert_eq!(
-        table.rotate(&mut x, Shape::heads(1), 2, FWD),
-        Err(Error::PositionOutOfRange {
-            position: 4,
-            len: 4
-        })
-    );
-    assert_eq!(
-        table.rotate(&mut x, Shape::heads(1).with_prefix(4), 0, FWD),
-        Err(Error::TokenCount {
-            expected: 4,
-            actual: 3
-        })
-    );
-    assert_eq!(
-        table.rotate(&mut x, Shape::heads(0), 0, FWD),
-        Err(Error::ZeroHeads)
-    );
-    assert_eq!(
-        table.rotate(&mut x, Shape::heads(2), 0, FWD),
-        Err(Error::BufferLength {
-            actual: 24,
-            token_len: 16
-        })
-    );
-    assert_eq!(
-        table.rotate_at(&mut x, Shape::heads(1), &[0, 9, 1], FWD),
-        Err(Error::PositionOutOfRange {
-            position: 9,
-            len: 4
-        })
-    );
-    assert_eq!(
-        table.rotate_at(&mut x, Shape::heads(1), &[0, 1], FWD),
-        Err(Error::TokenCount {
-            expected: 2,
-            actual: 3
-        })
-    );
-    let mut k = buffer(2 * 8);
-    assert_eq!(
-        table.rotate_qk(&mut x, &mut k, Shape::heads(1), 0, FWD),
-        Err(Error::TokenCount {
-            expected: 3,
+            expected: 1,
             actual: 2
         })
     );
-    assert!(untouched(&head) && untouched(&x) && untouched(&k));
-
-    let rotor = Rope1dDirect::new(&Rope1d::NEOX, 8).unwrap();
-    let mut x = buffer(3 * 8);
-    let past = Error::PositionOutOfRange {
-        position: u64::from(u32::MAX) + 1,
-        len: 1 << 32,
-    };
-    assert_eq!(
-        rotor.rotate(&mut x, Shape::heads(1), u32::MAX - 1, FWD),
-        Err(past)
-    );
-    assert_eq!(
-        rotor.rotate_qk(&mut x, &mut buffer(16), Shape::heads(1), 0, FWD),
-        Err(Error::TokenCount {
-            expected: 3,
-            actual: 2
-        })
-    );
-    assert_eq!(
-        rotor.rotate_at(&mut x, Shape::heads(1), &[1, 2], FWD),
-        Err(Error::TokenCount {
-            expected: 2,
-            actual: 3
-        })
-    );
-    assert_eq!(
-        rotor.rotate_head(&mut x, 0, FWD),
-        Err(Error::HeadLength {
-            expected: 8,
-            actual: 24
-        })
-    );
-    assert!(untouched(&x));
-    assert_eq!(
-        rotor.rotate(&mut x, Shape::heads(1), u32::MAX - 2, FWD),
-        Ok(())
-    );
+    assert!(untouched(&y));
 }
 
 #[test]
-fn mixed_errors() {
-    let grid = Grid::new(2, 2);
-    assert_eq!(
-        MixedTableRef::storage_len(7, 2, grid),
-        Err(Error::InvalidHeadDim {
-            head_dim: 7,
-            multiple_of: 2
-        })
-    );
-    assert_eq!(
-        MixedTableRef::storage_len(8, 0, grid),
-        Err(Error::EmptyTable)
-    );
-    assert_eq!(
-        MixedTableRef::storage_len(8, 2, Grid::new(0, 2)),
-        Err(Error::EmptyTable)
-    );
-    assert_eq!(MixedTableRef::storage_len(8, 2, grid), Ok(32));
-    let fx = [0.5f32; 8];
-    let fy = [0.25f32; 8];
-    let mut storage = vec![[7.0f32; 2]; 32];
-    let freqs = |x: &'static [f32], y: &'static [f32]| LearnedFreqs { heads: 2, x, y };
-    let cases: [(LearnedFreqs<'_>, Error); 5] = [
-        (
-            freqs(&[0.5; 7], &[0.25; 8]),
-            Error::FrequencyLength {
-                expected: 8,
-                actual: 7,
-            },
-        ),
-        (
-            freqs(&[0.5; 8], &[0.25; 9]),
-            Error::FrequencyLength {
-                expected: 8,
-                actual: 9,
-            },
-        ),
-        (
-            freqs(&[0.5, f32::NAN, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5], &[0.25; 8]),
-            Error::InvalidFrequency,
-        ),
-        (
-            freqs(
-                &[0.5; 8],
-                &[0.25, 0.25, f32::INFINITY, 0.25, 0.25, 0.25, 0.25, 0.25],
-            ),
-            Error::InvalidFrequency,
-        ),
-        (
-            freqs(&[0.5; 8], &[1e10, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25]),
-            Error::InvalidFrequency,
-        ),
-    ];
-    for (f, error) in cases {
-        assert_eq!(
-            MixedTableRef::build(&mut storage, &Mixed2d::ROPE_VIT, 8, grid, f).err(),
-            Some(error)
-        );
-        assert!(storage.iter().all(|e| *e == [7.0, 7.0]));
-        assert_eq!(
-            MixedTable::<8, 2, 2, 2>::new(&Mixed2d::ROPE_VIT, f).err(),
-            Some(error)
-        );
-    }
-    let three = LearnedFreqs {
-        heads: 3,
-        x: &[0.5; 12],
-        y: &[0.25; 12],
+fn hf_errors() {
+    let hf = HfRope {
+        rope_theta: 10_000.0,
+        head_dim: 64,
+        partial_rotary_factor: 1.0,
+        max_position_embeddings: 4096,
+        layout: Layout::Half,
+        scaling: HfScaling::Linear { factor: 0.0 },
     };
+    let mut freqs = [9.0f64; 32];
     assert_eq!(
-        MixedTable::<8, 2, 2, 2>::new(&Mixed2d::ROPE_VIT, three).err(),
-        Some(Error::HeadCount {
-            expected: 2,
-            actual: 3
-        })
+        hf.spec(4096, &mut freqs).err(),
+        Some(Error::InvalidFrequency)
     );
-    let mut wrong = vec![[7.0f32; 2]; 31];
-    let good = LearnedFreqs {
-        heads: 2,
-        x: &fx,
-        y: &fy,
-    };
     assert_eq!(
-        MixedTableRef::build(&mut wrong, &Mixed2d::ROPE_VIT, 8, grid, good).err(),
-        Some(Error::StorageLength {
+        hf.spec(4096, &mut freqs[..31]).err(),
+        Some(Error::FrequencyLength {
             expected: 32,
             actual: 31
         })
     );
-    let rescale = Mixed2d {
-        coords: Coords::Rescale {
-            ref_rows: 0,
-            ref_cols: 1,
+    let short = [1.0; 31];
+    let longrope = HfRope {
+        scaling: HfScaling::LongRope {
+            short_factor: &short,
+            long_factor: &short,
+            original_max_position_embeddings: None,
+            attention_factor: None,
         },
-        ..Mixed2d::ROPE_VIT
+        ..hf
     };
     assert_eq!(
-        MixedTableRef::build(&mut storage, &rescale, 8, grid, good).err(),
-        Some(Error::InvalidRefGrid)
-    );
-
-    let table = MixedTable::<8, 2, 2, 2>::new(&Mixed2d::ROPE_VIT, good).unwrap();
-    let mut head = buffer(8);
-    assert_eq!(
-        table.rotate_head(&mut head, 2, GridPos::new(0, 0), FWD),
-        Err(Error::HeadCount {
-            expected: 2,
-            actual: 2
+        longrope.spec(10, &mut freqs).err(),
+        Some(Error::FrequencyLength {
+            expected: 32,
+            actual: 31
         })
     );
-    let outside = Error::GridPositionOutOfRange {
-        row: 0,
-        col: 2,
-        rows: 2,
-        cols: 2,
+    let theta = HfRope {
+        rope_theta: 1.0,
+        scaling: HfScaling::Default,
+        ..hf
     };
-    assert_eq!(
-        table.rotate_head(&mut head, 1, GridPos::new(0, 2), FWD),
-        Err(outside)
-    );
-    let mut x = buffer(4 * 3 * 8);
-    assert_eq!(
-        table.rotate(&mut x, Shape::heads(3), FWD),
-        Err(Error::HeadCount {
-            expected: 2,
-            actual: 3
-        })
-    );
-    let mut x = buffer(5 * 2 * 8);
-    assert_eq!(
-        table.rotate(&mut x, Shape::heads(2), FWD),
-        Err(Error::TokenCount {
-            expected: 4,
-            actual: 5
-        })
-    );
-    assert_eq!(
-        table.rotate_at(&mut x, Shape::heads(2), &[GridPos::new(0, 0)], FWD),
-        Err(Error::TokenCount {
-            expected: 1,
-            actual: 5
-        })
-    );
-    let mut k = buffer(5 * 2 * 8);
-    assert_eq!(
-        table.rotate_qk(&mut x, &mut k, Shape::heads(2).with_prefix(1), FWD),
-        Ok(())
-    );
-    assert!(untouched(&head));
-    assert!(untouched(&x[..16]) && !untouched(&x[16..]) && !untouched(&k[16..]));
-}
-
-#[test]
-fn direct_axial_errors() {
-    let rotor = AxialDirect::new(&Axial2d::DINOV3, 8).unwrap();
-    let mut head = buffer(8);
-    for bad in [
-        Coord {
-            row: f32::NAN,
-            col: 0.0,
-        },
-        Coord {
-            row: 0.0,
-            col: f32::INFINITY,
-        },
-    ] {
+    assert_eq!(theta.spec(10, &mut freqs).err(), Some(Error::InvalidBase));
+    // Attention factors that are positive in f64 but not as the f32 mscale.
+    for attention_factor in [1e300, 1e-300, -1.0, f64::NAN] {
+        let yarn = HfRope {
+            scaling: HfScaling::Yarn {
+                factor: 4.0,
+                original_max_position_embeddings: None,
+                beta_fast: 32.0,
+                beta_slow: 1.0,
+                attention_factor: Some(attention_factor),
+                mscale: None,
+                mscale_all_dim: None,
+                truncate: true,
+            },
+            ..hf
+        };
+        let want = if attention_factor > 0.0 {
+            Error::InvalidMscale
+        } else {
+            Error::InvalidFrequency
+        };
         assert_eq!(
-            rotor.rotate_head(&mut head, bad, FWD),
-            Err(Error::NonFiniteCoordinate)
+            yarn.spec(10, &mut freqs).err(),
+            Some(want),
+            "{attention_factor}"
         );
     }
-    let mut x = buffer(3 * 8);
-    let coords = [
-        Coord::default(),
-        Coord {
-            row: 1.5,
-            col: -2.0,
-        },
-    ];
-    assert_eq!(
-        rotor.rotate(&mut x, Shape::heads(1), &coords, FWD),
-        Err(Error::TokenCount {
-            expected: 2,
-            actual: 3
-        })
-    );
-    let mut k = buffer(2 * 8);
-    let mut q = buffer(2 * 8);
-    let bad = [
-        Coord::default(),
-        Coord {
-            row: f32::NEG_INFINITY,
-            col: 0.0,
-        },
-    ];
-    assert_eq!(
-        rotor.rotate_qk(&mut q, &mut k, Shape::heads(1), &bad, FWD),
-        Err(Error::NonFiniteCoordinate)
-    );
-    assert!(untouched(&head) && untouched(&x) && untouched(&q) && untouched(&k));
-    assert_eq!(
-        rotor.rotate(&mut x, Shape::heads(1).with_prefix(1), &coords, FWD),
-        Ok(())
+    assert!(freqs.iter().all(|&f| f == 9.0), "storage written on error");
+    assert!(
+        HfRope {
+            scaling: HfScaling::Default,
+            ..hf
+        }
+        .spec(10, &mut freqs)
+        .is_ok()
     );
 }
 
 #[test]
 fn backend_choice() {
+    let spec = preset::rope_vit(8);
     for &backend in Backend::ALL {
-        let table = AxialTable::<8, 2, 2>::new(&Axial2d::ROPE_VIT).unwrap();
+        let table = FixedTable::<8, 2>::new(&spec, [2, 2]).unwrap();
         match table.with_backend(backend) {
             Ok(t) => assert!(backend.is_available() && t.view().backend() == backend),
             Err(e) => assert!(!backend.is_available() && e == Error::BackendUnavailable),
@@ -640,10 +488,13 @@ fn errors_display_and_debug() {
         Error::InvalidBase,
         Error::InvalidFreqScale,
         Error::InvalidFrequency,
-        Error::InvalidHeadDim {
-            head_dim: 6,
-            multiple_of: 4,
+        Error::RotaryDim {
+            pairs: 0,
+            head_dim: 4,
         },
+        Error::InvalidAxis { axis: 3, axes: 2 },
+        Error::PlanMismatch,
+        Error::InvalidMscale,
         Error::EmptyTable,
         Error::InvalidRefGrid,
         Error::StorageLength {
@@ -668,14 +519,9 @@ fn errors_display_and_debug() {
             actual: 2,
         },
         Error::PositionOutOfRange {
-            position: 1,
-            len: 2,
-        },
-        Error::GridPositionOutOfRange {
-            row: 1,
-            col: 2,
-            rows: 1,
-            cols: 1,
+            axis: 0,
+            value: 1,
+            extent: 1,
         },
         Error::HeadCount {
             expected: 1,
@@ -684,57 +530,51 @@ fn errors_display_and_debug() {
         Error::NonFiniteCoordinate,
         Error::ShapeOverflow,
         Error::BackendUnavailable,
+        Error::TableCoords,
     ];
     for e in all {
-        assert!(!e.to_string().is_empty());
+        assert!(!e.to_string().is_empty() && !format!("{e:?}").is_empty());
     }
 }
 
-/// The limits of the fixed-point construction (65 535 frequencies per axis; grid sides of
-/// 65 535 when coordinates are divided by the side), checked on both sides of each limit.
+/// The limits of the fixed-point construction (frequency denominators of 65 535; extents
+/// of 65 535 when coordinates are divided by the extent), checked on both sides.
 #[test]
 fn construction_limits() {
-    // Axial: d/4 frequencies, 1-D: d/2.
-    assert!(AxialDirect::new(&Axial2d::ROPE_VIT, 4 * 65_535).is_ok());
+    // Axial: d/4 frequencies per section, 1-D: d/2.
+    assert!(Direct::new(&preset::rope_vit(4 * 65_535)).is_ok());
     assert_eq!(
-        AxialDirect::new(&Axial2d::ROPE_VIT, 4 * 65_536).err(),
+        Direct::new(&preset::rope_vit(4 * 65_536)).err(),
         Some(Error::ShapeOverflow)
     );
-    assert!(Rope1dDirect::new(&Rope1d::LLAMA, 2 * 65_535).is_ok());
+    assert!(Direct::new(&preset::llama(2 * 65_535)).is_ok());
     assert_eq!(
-        Rope1dDirect::new(&Rope1d::LLAMA, 2 * 65_536).err(),
+        Direct::new(&preset::llama(2 * 65_536)).err(),
         Some(Error::ShapeOverflow)
     );
-    // Tables at the limits have 65 536 entries, minutes under Miri: it stops here.
     if cfg!(miri) {
         return;
     }
     let mut storage = vec![[7.0f32; 2]; 65_536];
     assert_eq!(
-        Rope1dTableRef::build(&mut storage, &Rope1d::NEOX, 2 * 65_536, 1).err(),
+        Table::build(&mut storage, &preset::neox(2 * 65_536), [1]).err(),
         Some(Error::ShapeOverflow)
     );
     assert!(
         storage.iter().all(|e| *e == [7.0, 7.0]),
         "storage written on error"
     );
-
-    // A grid side of 65 536 is fine with index coordinates, too large when divided by.
-    let wide = Grid::new(1, 65_536);
-    let entries = AxialTableRef::storage_len(4, wide).unwrap();
+    // An extent of 65 536 is fine with index coordinates, too large when divided by.
+    let spec = preset::rope_vit(4);
+    let wide = [1, 65_536];
+    let entries = Table::storage_len(&spec, wide).unwrap();
     let mut storage = vec![[7.0f32; 2]; entries];
-    assert!(AxialTableRef::build(&mut storage, &Axial2d::ROPE_VIT, 4, wide).is_ok());
-    for coords in [
-        Coords::Centered,
-        Coords::Rescale {
-            ref_rows: 16,
-            ref_cols: 16,
-        },
-    ] {
-        let config = Axial2d::ROPE_VIT.with_coords(coords);
+    assert!(Table::build(&mut storage, &spec, wide).is_ok());
+    for coords in [Coords::Centered, Coords::Rescale { reference: 16 }] {
+        let spec = spec.with_coords([coords; 2]);
         let mut storage = vec![[7.0f32; 2]; entries];
         assert_eq!(
-            AxialTableRef::build(&mut storage, &config, 4, wide).err(),
+            Table::build(&mut storage, &spec, wide).err(),
             Some(Error::ShapeOverflow),
             "{coords:?}"
         );
@@ -742,8 +582,8 @@ fn construction_limits() {
             storage.iter().all(|e| *e == [7.0, 7.0]),
             "storage written on error"
         );
-        let side = Grid::new(1, 65_535);
-        let mut storage = vec![[7.0f32; 2]; AxialTableRef::storage_len(4, side).unwrap()];
-        assert!(AxialTableRef::build(&mut storage, &config, 4, side).is_ok());
+        let side = [1, 65_535];
+        let mut storage = vec![[7.0f32; 2]; Table::storage_len(&spec, side).unwrap()];
+        assert!(Table::build(&mut storage, &spec, side).is_ok());
     }
 }

@@ -1,6 +1,6 @@
 //! The golden vectors (tests/golden/, a token subset of ../shared/golden/ with every value
-//! unchanged) under the tolerances of their README: ≤ 1e-5 against the reference code's
-//! float32 output (2-D; 1-D below position 512), ≤ 4e-6 against float64 everywhere.
+//! unchanged) under the tolerances of their README, each file from its own description and
+//! from the crate's preset for its family; and the entry points against each other on them.
 
 #[path = "../examples/golden.rs"]
 #[allow(dead_code)]
@@ -9,10 +9,10 @@ mod runner;
 use std::path::{Path, PathBuf};
 
 use rope2d::{
-    AnglePrecision, Axial2d, AxialTable, AxialTableRef, Direction, GridPos, LearnedFreqs, Mixed2d,
-    MixedTable, Rope1d, Rope1dDirect, Rope1dTableRef, Shape,
+    Backend, Direction, FixedTable, Grid, Layout, Shape, Spec, Table,
+    preset::{self, AxisOrder},
 };
-use runner::{Case, Kind};
+use runner::Case;
 
 fn golden_files() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
@@ -32,244 +32,191 @@ fn load(name: &str) -> Case {
     runner::parse(name, &std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f32::max)
-}
-
 #[test]
 fn every_golden_file_meets_both_tolerances() {
     let files = golden_files();
     assert!(
-        files.len() >= 10,
-        "expected the 10 golden cases, found {}",
+        files.len() >= 29,
+        "expected the 29 golden cases, found {}",
         files.len()
     );
+    let mut presets = 0;
     for file in files {
         let report = runner::run_file(&file).unwrap();
         println!("{report}");
         assert!(report.passed(), "{report}");
+        presets += usize::from(report.scores.len() > 1);
     }
+    // Every `pairs` file is also checked through its family's preset.
+    assert_eq!(presets, 19);
 }
 
-/// The grid-order entry point gives the same bits as explicit positions, for every 2-D file:
-/// the subset tokens are scattered into a full grid buffer, rotated with `rotate`, and read back.
+/// The rows of an axial case's positions as `[row, col]`.
+fn positions_2d(case: &Case) -> Vec<[u32; 2]> {
+    case.positions
+        .iter()
+        .map(|p| [p[0] as u32, p[1] as u32])
+        .collect()
+}
+
+/// The legacy 2-D files' specs are the named presets.
+fn axial_preset(name: &str, d: usize) -> Option<Spec<'static, 2>> {
+    Some(match name {
+        n if n.starts_with("seed_axial") && n.ends_with("b100") => preset::rope_vit(d),
+        n if n.starts_with("seed_axial") => {
+            preset::axial(d, Layout::Interleaved, AxisOrder::ColFirst, 10_000.0)
+        }
+        "paddle_fused_rope2d_floor_neoxTrue" => preset::rope_vit(d),
+        "timm_cat_eva02_d64_14x14_t10000" => preset::eva02(d),
+        "timm_dinov3_d64_14x14_t100" => preset::dinov3(d),
+        _ => return None,
+    })
+}
+
+/// Grid order, explicit positions, one head at a time and the fixed-size table give the
+/// same bits, for every 2-D axial file through its named preset: the subset tokens are
+/// scattered into a whole-grid buffer, rotated with `rotate` over the grid, and read back.
 #[test]
-fn grid_order_matches_explicit_positions() {
+fn entry_points_agree_on_axial_files() {
+    let mut checked = 0;
     for file in golden_files() {
-        let name = file.file_name().unwrap().to_str().unwrap().to_string();
-        let case = load(&name);
-        let Some(grid) = case.grid else { continue };
-        let token_len = case.heads * case.head_dim;
-        let explicit = runner::rotate(&case, AnglePrecision::Exact).unwrap();
-        let mut full = vec![0.0f32; grid.rows * grid.cols * token_len];
-        for (t, p) in case.positions.iter().enumerate() {
-            let at = (p[0] as usize * grid.cols + p[1] as usize) * token_len;
-            full[at..at + token_len].copy_from_slice(&case.input[t * token_len..][..token_len]);
-        }
-        let shape = Shape::heads(case.heads);
-        match case.kind {
-            Kind::Axial2d(config) => {
-                let mut storage =
-                    vec![[0.0; 2]; AxialTableRef::storage_len(case.head_dim, grid).unwrap()];
-                let table =
-                    AxialTableRef::build(&mut storage, &config, case.head_dim, grid).unwrap();
-                table.rotate(&mut full, shape, Direction::Forward).unwrap();
+        let name = file.file_stem().unwrap().to_str().unwrap().to_string();
+        let case = load(&format!("{name}.json"));
+        let Some(spec) = axial_preset(&name, case.head_dim) else {
+            continue;
+        };
+        let grid = [
+            case.root["grid"][0].as_u64().unwrap() as usize,
+            case.root["grid"][1].as_u64().unwrap() as usize,
+        ];
+        let mut storage = vec![[0f32; 2]; Table::storage_len(&spec, grid).unwrap()];
+        let token = case.heads * case.head_dim;
+        let positions = positions_2d(&case);
+        for backend in Backend::ALL.iter().copied().filter(|b| b.is_available()) {
+            let table = Table::build(&mut storage, &spec, grid)
+                .unwrap()
+                .with_backend(backend)
+                .unwrap();
+            let mut listed = case.input.clone();
+            table
+                .rotate_at(
+                    &mut listed,
+                    Shape::heads(case.heads),
+                    &positions,
+                    Direction::Forward,
+                )
+                .unwrap();
+            // The grid order.
+            let mut whole = vec![0f32; grid[0] * grid[1] * token];
+            for (t, p) in positions.iter().enumerate() {
+                let at = (p[0] as usize * grid[1] + p[1] as usize) * token;
+                whole[at..at + token].copy_from_slice(&case.input[t * token..(t + 1) * token]);
             }
-            Kind::Mixed2d(config) => {
-                let freqs = LearnedFreqs {
-                    heads: case.heads,
-                    x: &case.freqs_x,
-                    y: &case.freqs_y,
-                };
-                let len =
-                    rope2d::MixedTableRef::storage_len(case.head_dim, case.heads, grid).unwrap();
-                let mut storage = vec![[0.0; 2]; len];
-                let table =
-                    rope2d::MixedTableRef::build(&mut storage, &config, case.head_dim, grid, freqs)
-                        .unwrap();
-                table.rotate(&mut full, shape, Direction::Forward).unwrap();
+            table
+                .rotate(
+                    &mut whole,
+                    Shape::heads(case.heads),
+                    Grid::new(grid),
+                    Direction::Forward,
+                )
+                .unwrap();
+            // One head at a time.
+            let mut heads = case.input.clone();
+            for (t, p) in positions.iter().enumerate() {
+                for h in heads[t * token..(t + 1) * token].chunks_mut(case.head_dim) {
+                    table.rotate_head(h, *p, Direction::Forward).unwrap();
+                }
             }
-            Kind::Rope1d(_) => unreachable!(),
+            for (t, p) in positions.iter().enumerate() {
+                let at = (p[0] as usize * grid[1] + p[1] as usize) * token;
+                let listed = &listed[t * token..(t + 1) * token];
+                assert_eq!(
+                    bits(listed),
+                    bits(&whole[at..at + token]),
+                    "{name} {} token {t}: grid",
+                    backend.name()
+                );
+                assert_eq!(
+                    bits(listed),
+                    bits(&heads[t * token..(t + 1) * token]),
+                    "{name} {} token {t}: heads",
+                    backend.name()
+                );
+            }
         }
-        for (t, p) in case.positions.iter().enumerate() {
-            let at = (p[0] as usize * grid.cols + p[1] as usize) * token_len;
-            assert_eq!(
-                &full[at..at + token_len],
-                &explicit[t * token_len..][..token_len],
-                "{name} token {t}"
-            );
-        }
+        checked += 1;
     }
+    assert_eq!(checked, 7);
 }
 
-/// The const-generic tables hold the same entries and give the same bits as the runtime ones.
+fn bits(x: &[f32]) -> Vec<u32> {
+    x.iter().map(|v| v.to_bits()).collect()
+}
+
+/// `FixedTable` and `Table` hold the same entries and rotate alike.
 #[test]
-fn const_generic_tables_match_runtime_tables() {
+fn fixed_tables_match_runtime_tables() {
     let case = load("seed_axial_d64_14x14_b100.json");
-    let positions: Vec<GridPos> = case
-        .positions
-        .iter()
-        .map(|p| GridPos::new(p[0] as u32, p[1] as u32))
-        .collect();
-    let table = AxialTable::<64, 14, 14>::new(&Axial2d::ROPE_VIT).unwrap();
-    assert_eq!(AxialTable::<64, 14, 14>::BYTES, 3_584);
-    let mut ours = case.input.clone();
-    table
-        .rotate_at(&mut ours, Shape::heads(2), &positions, Direction::Forward)
-        .unwrap();
-    assert_eq!(ours, runner::rotate(&case, AnglePrecision::Exact).unwrap());
-
-    let case = load("ropevit_mixed_d64_14x14_t10.json");
-    let positions: Vec<GridPos> = case
-        .positions
-        .iter()
-        .map(|p| GridPos::new(p[0] as u32, p[1] as u32))
-        .collect();
-    let freqs = LearnedFreqs {
-        heads: 2,
-        x: &case.freqs_x,
-        y: &case.freqs_y,
-    };
-    let table = MixedTable::<64, 2, 14, 14>::new(&Mixed2d::ROPE_VIT, freqs).unwrap();
-    let mut ours = case.input.clone();
-    table
-        .rotate_at(&mut ours, Shape::heads(2), &positions, Direction::Forward)
-        .unwrap();
-    assert_eq!(ours, runner::rotate(&case, AnglePrecision::Exact).unwrap());
-}
-
-/// Single-head rotation gives the same bits as the buffer paths, head by head.
-#[test]
-fn rotate_head_matches_buffer_rotation() {
-    let case = load("ropevit_mixed_d64_14x14_t10.json");
-    let expected = runner::rotate(&case, AnglePrecision::Exact).unwrap();
-    let freqs = LearnedFreqs {
-        heads: 2,
-        x: &case.freqs_x,
-        y: &case.freqs_y,
-    };
-    let table = MixedTable::<64, 2, 14, 14>::new(&Mixed2d::ROPE_VIT, freqs).unwrap();
-    for (t, p) in case.positions.iter().enumerate() {
-        for h in 0..2 {
-            let at = (t * 2 + h) * 64;
-            let mut head = case.input[at..at + 64].to_vec();
-            table
-                .rotate_head(
-                    &mut head,
-                    h,
-                    GridPos::new(p[0] as u32, p[1] as u32),
-                    Direction::Forward,
-                )
-                .unwrap();
-            assert_eq!(head, expected[at..at + 64]);
+    let spec = preset::rope_vit(64);
+    const N: usize = preset::rope_vit(64).plan.table_len([14, 14]);
+    let fixed = FixedTable::<N, 2>::new(&spec, [14, 14]).unwrap();
+    assert_eq!(FixedTable::<N, 2>::BYTES, 3584);
+    let mut storage = vec![[0f32; 2]; N];
+    let table = Table::build(&mut storage, &spec, [14, 14]).unwrap();
+    for axis in 0..2 {
+        for i in 0..14 {
+            assert_eq!(fixed.view().entries(axis, i), table.entries(axis, i));
         }
     }
-    let case = load("timm_dinov3_d64_14x14_t100.json");
-    let expected = runner::rotate(&case, AnglePrecision::Exact).unwrap();
-    let table = AxialTable::<64, 14, 14>::new(&Axial2d::DINOV3).unwrap();
-    for (t, p) in case.positions.iter().enumerate() {
-        let at = t * 2 * 64;
-        for head in case.input[at..at + 128]
-            .chunks(64)
-            .zip(expected[at..at + 128].chunks(64))
-        {
-            let mut v = head.0.to_vec();
-            table
-                .rotate_head(
-                    &mut v,
-                    GridPos::new(p[0] as u32, p[1] as u32),
-                    Direction::Forward,
-                )
-                .unwrap();
-            assert_eq!(v, head.1);
-        }
-    }
+    assert!(table.entries(0, 14).is_none() && table.entries(2, 0).is_none());
+    let positions = positions_2d(&case);
+    let (mut a, mut b) = (case.input.clone(), case.input.clone());
+    fixed
+        .view()
+        .rotate_at(&mut a, Shape::heads(2), &positions, Direction::Forward)
+        .unwrap();
+    table
+        .rotate_at(&mut b, Shape::heads(2), &positions, Direction::Forward)
+        .unwrap();
+    assert_eq!(bits(&a), bits(&b));
 }
 
-/// 1-D: the table path equals the tableless path bit for bit (positions up to 65 535), and
-/// the float32-angle mode tracks the reference code at every position, 65 535 included.
+/// 1-D files: tables, tableless rotation and runs of positions agree bit for bit.
 #[test]
-fn rope1d_table_direct_and_float32_mode() {
-    for name in [
-        "llama_interleaved_1d_d64_t10000.json",
-        "neox_rotate_half_1d_d64_t10000.json",
+fn one_d_tables_and_tableless_agree() {
+    for (name, spec) in [
+        ("llama_interleaved_1d_d64_t10000.json", preset::llama(64)),
+        ("neox_rotate_half_1d_d64_t10000.json", preset::neox(64)),
     ] {
         let case = load(name);
-        let Kind::Rope1d(config) = case.kind else {
-            panic!()
-        };
-        let positions: Vec<u32> = case.positions.iter().map(|p| p[0] as u32).collect();
-        let mut storage = vec![[0.0; 2]; Rope1dTableRef::storage_len(64, 65_536).unwrap()];
-        let table = Rope1dTableRef::build(&mut storage, &config, 64, 65_536).unwrap();
-        let mut from_table = case.input.clone();
+        let positions: Vec<[u32; 1]> = case.positions.iter().map(|p| [p[0] as u32]).collect();
+        let len = positions.iter().map(|p| p[0] as usize + 1).max().unwrap();
+        let mut storage = vec![[0f32; 2]; Table::storage_len(&spec, [len]).unwrap()];
+        let table = Table::build(&mut storage, &spec, [len]).unwrap();
+        let direct = rope2d::Direct::new(&spec).unwrap();
+        let (mut a, mut b) = (case.input.clone(), case.input.clone());
         table
-            .rotate_at(
-                &mut from_table,
+            .rotate_at(&mut a, Shape::heads(2), &positions, Direction::Forward)
+            .unwrap();
+        direct
+            .rotate_at(&mut b, Shape::heads(2), &positions, Direction::Forward)
+            .unwrap();
+        assert_eq!(bits(&a), bits(&b), "{name}");
+        // Consecutive positions: a run equals the list.
+        let run: Vec<[u32; 1]> = (100..140).map(|p| [p]).collect();
+        let x: Vec<f32> = (0..40 * 128).map(|i| (i as f32).sin()).collect();
+        let (mut c, mut e) = (x.clone(), x.clone());
+        table
+            .rotate(
+                &mut c,
                 Shape::heads(2),
-                &positions,
+                rope2d::Run::from([100]),
                 Direction::Forward,
             )
             .unwrap();
-        assert_eq!(
-            from_table,
-            runner::rotate(&case, AnglePrecision::Exact).unwrap(),
-            "{name}"
-        );
-
-        let float32 =
-            Rope1dDirect::new(&config.with_precision(AnglePrecision::Float32), 64).unwrap();
-        let mut compatible = case.input.clone();
-        float32
-            .rotate_at(
-                &mut compatible,
-                Shape::heads(2),
-                &positions,
-                Direction::Forward,
-            )
+        table
+            .rotate_at(&mut e, Shape::heads(2), &run, Direction::Forward)
             .unwrap();
-        let reference: Vec<f32> = case.expected_ref.iter().map(|&x| x as f32).collect();
-        let diff = max_abs_diff(&compatible, &reference);
-        assert!(
-            diff <= 1e-5,
-            "{name}: float32 mode vs reference {diff:e} at some position"
-        );
+        assert_eq!(bits(&c), bits(&e), "{name} run");
     }
-}
-
-/// The presets are the conventions of the golden files they name.
-#[test]
-fn presets_match_golden_specs() {
-    let eva = load("timm_cat_eva02_d64_14x14_t10000.json");
-    let Kind::Axial2d(config) = eva.kind else {
-        panic!()
-    };
-    assert_eq!(config, Axial2d::EVA02);
-    let dino = load("timm_dinov3_d64_14x14_t100.json");
-    let Kind::Axial2d(config) = dino.kind else {
-        panic!()
-    };
-    assert_eq!(config, Axial2d::DINOV3);
-    let seed = load("seed_axial_d64_14x14_b100.json");
-    let Kind::Axial2d(config) = seed.kind else {
-        panic!()
-    };
-    assert_eq!(config, Axial2d::ROPE_VIT);
-    let llama = load("llama_interleaved_1d_d64_t10000.json");
-    let Kind::Rope1d(config) = llama.kind else {
-        panic!()
-    };
-    assert_eq!(config, Rope1d::LLAMA);
-    let neox = load("neox_rotate_half_1d_d64_t10000.json");
-    let Kind::Rope1d(config) = neox.kind else {
-        panic!()
-    };
-    assert_eq!(config, Rope1d::NEOX);
-    let mixed = load("ropevit_mixed_d64_14x14_t10.json");
-    let Kind::Mixed2d(config) = mixed.kind else {
-        panic!()
-    };
-    assert_eq!(config, Mixed2d::ROPE_VIT);
 }

@@ -15,8 +15,23 @@
 //! so the results are bit for bit those of the plain Rust reference (checked on the device
 //! by `examples/cortex_m4.rs`).
 
+use super::Pairing;
 use crate::config::{Direction, Layout};
 use core::arch::asm;
+
+/// An `llvm-mca` region marker for `.ci/mca.sh` (with `--cfg rope2d_mca`), else nothing.
+#[cfg(not(rope2d_mca))]
+macro_rules! mca_mark {
+    ($what:literal, $name:literal) => {
+        ""
+    };
+}
+#[cfg(rope2d_mca)]
+macro_rules! mca_mark {
+    ($what:literal, $name:literal) => {
+        concat!("@ LLVM-MCA-", $what, " ", $name, "\n")
+    };
+}
 
 /// The loop shared by every variant: `heads` times, `pairs / 4` steps of `$block` then
 /// `pairs % 4` steps of `$single`, then `{skip}` bytes to the next head. `$block` and
@@ -29,9 +44,11 @@ macro_rules! head_loop {
             "lsrs {n}, {pairs}, #2\n",
             "beq 4f\n",
             "3:\n",
+            mca_mark!("BEGIN", "interleaved_4p"),
             $block,
             "subs {n}, {n}, #1\n",
             "bne 3b\n",
+            mca_mark!("END", "interleaved_4p"),
             "4:\n",
             "ands {n}, {pairs}, #3\n",
             "beq 6f\n",
@@ -105,6 +122,7 @@ macro_rules! half_loop {
             "lsrs {n}, {pairs}, #2\n",
             "beq 4f\n",
             "3:\n",
+            mca_mark!("BEGIN", "half_4p"),
             "vldmia {x}, {{s0-s3}}\n",
             "vldmia {hi}, {{s4-s7}}\n",
             "vldmia {tc}!, {{s8-s15}}\n",
@@ -136,6 +154,7 @@ macro_rules! half_loop {
             "vstmia {hi}!, {{s20-s23}}\n",
             "subs {n}, {n}, #1\n",
             "bne 3b\n",
+            mca_mark!("END", "half_4p"),
             "4:\n",
             "ands {n}, {pairs}, #3\n",
             "beq 6f\n",
@@ -266,18 +285,35 @@ unsafe fn half(
     }
 }
 
+/// The 4-pair loops between `llvm-mca` markers, for `.ci/mca.sh` (only with
+/// `--cfg rope2d_mca`): one head of `pairs` interleaved pairs, one of the half layout.
+///
+/// # Safety
+///
+/// As for [`interleaved`] and [`half`] with one head of `head_bytes = 8 · pairs`.
+#[cfg(rope2d_mca)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rope2d_mca_cortex_m(x: *mut f32, table: *const [f32; 2], pairs: usize) {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        interleaved(x, table, pairs, 1, 8 * pairs, Direction::Forward);
+        half(x, x.add(pairs), table, pairs, 1, 8 * pairs);
+    }
+}
+
 /// Rotates pairs `first_pair .. first_pair + angles.len()` of every head in `x`: the
 /// [`Kernel::rotate_pairs`](super::Kernel::rotate_pairs) of the scalar backend on this core.
 #[inline(always)]
 pub(super) fn rotate_pairs(
     x: &mut [f32],
     head_dim: usize,
-    layout: Layout,
+    pairing: Pairing,
     first_pair: usize,
     angles: &[[f32; 2]],
     dir: Direction,
 ) {
-    let half_dim = head_dim / 2;
+    // Pairs `0 .. half_dim` rotate; the half layout pairs `k` with `k + half_dim`.
+    let half_dim = pairing.pairs.min(head_dim / 2);
     let pairs = half_dim.saturating_sub(first_pair).min(angles.len());
     let heads = x.len().checked_div(head_dim).unwrap_or(0);
     if pairs == 0 || heads == 0 {
@@ -285,18 +321,18 @@ pub(super) fn rotate_pairs(
     }
     let head_bytes = head_dim * 4;
     let table = angles.as_ptr();
-    match layout {
+    match pairing.layout {
         Layout::Interleaved => {
             // In bounds: 2 · first_pair < head_dim ≤ x.len().
             let start = x.as_mut_ptr().wrapping_add(2 * first_pair);
             // SAFETY: head h's pairs first_pair .. first_pair + pairs are the floats
-            // h·d + 2·first_pair .. h·d + 2·(first_pair + pairs) ≤ h·d + 2·(d/2) ≤ (h+1)·d
+            // h·d + 2·first_pair .. h·d + 2·(first_pair + pairs) ≤ h·d + 2·half_dim ≤ (h+1)·d
             // ≤ x.len() (heads = x.len() / d), all inside `x`, which we borrow mutably;
             // `pairs ≤ angles.len()`; 8 · pairs ≤ 4 · d = head_bytes.
             unsafe { interleaved(start, table, pairs, heads, head_bytes, dir) }
         }
         Layout::Half => {
-            // In bounds: first_pair < d/2 and d/2 + first_pair < d ≤ x.len().
+            // In bounds: first_pair < half_dim ≤ d/2 and half_dim + first_pair < d ≤ x.len().
             let lo = x.as_mut_ptr().wrapping_add(first_pair);
             let hi = lo.wrapping_add(half_dim);
             // The inverse: the forward loop with the halves exchanged (see `half`).
@@ -305,9 +341,10 @@ pub(super) fn rotate_pairs(
                 Direction::Inverse => (hi, lo),
             };
             // SAFETY: head h's `lo` floats h·d + first_pair + k and `hi` floats
-            // h·d + d/2 + first_pair + k, k < pairs ≤ d/2 − first_pair, lie in
-            // h·d .. (h+1)·d ≤ x.len() and are disjoint (the first set ends below
-            // h·d + d/2), in either order; `pairs ≤ angles.len()`; 4 · pairs ≤ head_bytes.
+            // h·d + half_dim + first_pair + k, k < pairs ≤ half_dim − first_pair, lie in
+            // h·d .. h·d + 2·half_dim ≤ (h+1)·d ≤ x.len() and are disjoint (the first set ends
+            // below h·d + half_dim), in either order; `pairs ≤ angles.len()`;
+            // 4 · pairs ≤ head_bytes.
             unsafe { half(lo, hi, table, pairs, heads, head_bytes) }
         }
     }

@@ -1,138 +1,193 @@
-//! The backend seam: token loops written once ([`angles`]), generic over a per-token
-//! [`Kernel`].
+//! The backend seam: token loops written once ([`engine`]), generic over a [`Kernel`]; the
+//! SIMD kernels written once too ([`simd`]), over a vector trait.
 //!
 //! Public entry points validate their whole input, then describe the work as a [`Job`] and
-//! hand it to the selected [`Backend`]. A backend is one file that implements [`Kernel`]
-//! and exposes `run(job)` (wrapping [`drive`] in its `#[target_feature]` where it has one)
-//! and `is_available()`; adding one is that file plus one line in `registry!` below.
+//! hand it to the selected [`Backend`]. A backend is one file that exposes `run(job)`
+//! (wrapping [`drive`] in its `#[target_feature]` where it has one) and `is_available()`: a
+//! SIMD backend implements [`simd::Vector`] for its registers, the others [`Kernel`]; adding
+//! one is that file plus one line in `registry!` below.
 
-mod angles;
+mod engine;
+#[cfg(any(
+    all(feature = "avx2", target_arch = "x86_64"),
+    all(feature = "avx512", target_arch = "x86_64"),
+    all(feature = "neon", target_arch = "aarch64")
+))]
+#[allow(unsafe_code)]
+mod simd;
+#[cfg(all(target_arch = "x86_64", any(feature = "avx2", feature = "avx512")))]
+#[allow(unsafe_code)]
+mod x86;
 
-pub(crate) use angles::{
-    AngleSource, AxialGrid, AxialList, Direct1d, DirectAxial, Mixed, Positions1d, Positions2d,
-    Table1d,
-};
+pub(crate) use engine::{AngleSource, Computed, ComputedFreqs, IntegerCoords, RealCoords, Tables};
+
+use core::mem::MaybeUninit;
 
 use crate::config::{Direction, Layout};
 
+/// Which elements pair up: `layout`, within the first `2 · pairs` elements of each head
+/// (the rotary dimension). The half layout pairs `(v[k], v[k + pairs])`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Pairing {
+    pub layout: Layout,
+    pub pairs: usize,
+}
+
 /// Rotation of whole head vectors by per-pair angles given as `[cos, sin]`.
 pub(crate) trait Kernel {
+    /// Whether the kernel takes a token's angles as one [`Kernel::Row`]
+    /// ([`prepare`](Kernel::prepare), then [`rotate_row`](Kernel::rotate_row)) when the
+    /// rotary dimension is within [`Kernel::ROW_PAIRS`]; otherwise the loops call
+    /// [`rotate_pairs`](Kernel::rotate_pairs) section by section.
+    const ROWS: bool = false;
+    /// Pairs a row holds.
+    const ROW_PAIRS: usize = 0;
+    /// A token's angles in the kernel's own form.
+    type Row: RowBuffer;
+
+    /// Stages the angles of pairs `first_pair .. first_pair + entries.len()` in `row`, in the
+    /// form [`rotate_row`](Kernel::rotate_row) consumes, for direction `dir`.
+    #[inline(always)]
+    fn prepare(
+        _row: &mut Self::Row,
+        _pairing: Pairing,
+        _dir: Direction,
+        _first_pair: usize,
+        _entries: &[[f32; 2]],
+    ) {
+    }
+
+    /// Rotates pairs `0 .. pairing.pairs` of every head in `x` (whole heads) by `row`.
+    #[inline(always)]
+    fn rotate_row(_x: &mut [f32], _head_dim: usize, _pairing: Pairing, _row: &Self::Row) {}
+
+    /// Whether [`rotate_line_split`](Kernel::rotate_line_split) can take pairs
+    /// `first .. first + len` from another row (its boundaries fall on whole vectors).
+    #[inline(always)]
+    fn splits(_pairing: Pairing, _first: usize, _len: usize) -> bool {
+        false
+    }
+
+    /// Rotates the tokens of a grid line (`token_len` values each): token `t` by `row`,
+    /// except that its pairs `first .. first + len` take `table`'s pairs
+    /// `t·len .. (t + 1)·len` — the line's tokens share `row` and read their own section from
+    /// a table of the varying axis prepared once for the grid. Returns `false`, touching
+    /// nothing, when the kernel cannot (the caller then rotates token by token).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn rotate_line_split(
+        _line: &mut [f32],
+        _token_len: usize,
+        _head_dim: usize,
+        _pairing: Pairing,
+        _row: &Self::Row,
+        _section: (usize, usize),
+        _table: &Self::Row,
+    ) -> bool {
+        false
+    }
+
     /// Rotates pairs `first_pair .. first_pair + angles.len()` of every head in `x` (a whole
     /// number of `head_dim`-value heads) by `angles`, reversed for [`Direction::Inverse`].
+    /// Pairs at or past `pairing.pairs` are left alone.
     fn rotate_pairs(
         x: &mut [f32],
         head_dim: usize,
-        layout: Layout,
+        pairing: Pairing,
         first_pair: usize,
         angles: &[[f32; 2]],
         dir: Direction,
     );
 
-    /// Rotates a block of whole tokens (`token_len` values each) of one axial grid row:
-    /// pairs `row_pair .. row_pair + row.len()` of every head by `row`, shared by all tokens,
-    /// and, for each token `t`, pairs `col_pair .. col_pair + width` of each of its heads by
-    /// `cols[t·width .. (t + 1)·width]` (only tokens with a whole chunk of `cols` get this).
-    ///
-    /// Each pair is rotated once, by the angle it would get from [`rotate_pairs`] calls, so
-    /// the results are those of the provided implementation (one call for the row section,
-    /// then one per token); a kernel may override it to rotate both sections in one pass.
-    ///
-    /// [`rotate_pairs`]: Kernel::rotate_pairs
-    #[allow(clippy::too_many_arguments)]
-    #[inline(always)]
-    fn rotate_axial_block(
-        x: &mut [f32],
-        token_len: usize,
-        head_dim: usize,
-        layout: Layout,
-        (row_pair, row): (usize, &[[f32; 2]]),
-        (col_pair, cols): (usize, &[[f32; 2]]),
-        width: usize,
-        dir: Direction,
-    ) where
-        Self: Sized,
-    {
-        let (row, cols) = ((row_pair, row), (col_pair, cols));
-        axial_block_by_sections::<Self>(x, token_len, head_dim, layout, row, cols, width, dir);
-    }
-
-    /// Rotates a whole axial grid in one call, if this kernel has a path for its shape:
-    /// every grid row `r` of `x` (`grid_cols` tokens of `token_len` values, as many rows as
-    /// both `x` and `rows` have whole ones) as [`rotate_axial_block`] rotates it with the row
-    /// entries `rows[r·width .. (r + 1)·width]` and the column entries `cols` (the same for
-    /// every grid row). Returns `false`, touching nothing, when it has no such path; the
-    /// caller then runs its block loop. The provided implementation has no such path.
-    ///
-    /// This lets a kernel prepare the column entries once per call instead of once per grid
-    /// row (on hosted targets only: the bare-metal token loop never calls it).
-    ///
-    /// [`rotate_axial_block`]: Kernel::rotate_axial_block
-    #[allow(clippy::too_many_arguments)]
-    #[inline(always)]
-    fn rotate_axial_grid(
-        _x: &mut [f32],
-        _token_len: usize,
-        _head_dim: usize,
-        _layout: Layout,
-        _rows: (usize, &[[f32; 2]]),
-        _cols: (usize, &[[f32; 2]]),
-        _width: usize,
-        _grid_cols: usize,
-        _dir: Direction,
-    ) -> bool {
-        false
-    }
-
-    /// Rotates every pair `k` of every head `h` in `x` by the sum of the angles
-    /// `a[h·d/2 + k]` and `b[h·d/2 + k]` (RoPE-Mixed: `cos(α+β) = cαcβ − sαsβ`, …).
+    /// Rotates every pair `k < P` (`P = pairing.pairs`) of every head `h` in `x` by the sum
+    /// of the angles `a[h·P + k]` and `b[h·P + k]` (RoPE-Mixed: `cos(α+β) = cαcβ − sαsβ`, …).
     fn rotate_pairs_summed(
         x: &mut [f32],
         head_dim: usize,
-        layout: Layout,
+        pairing: Pairing,
         a: &[[f32; 2]],
         b: &[[f32; 2]],
         dir: Direction,
     );
 }
 
-/// [`Kernel::rotate_axial_block`]'s provided implementation — the row section of the whole
-/// block in one call, then each token's column section — also the fallback of kernels that
-/// override it for some shapes only.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-fn axial_block_by_sections<K: Kernel>(
-    x: &mut [f32],
-    token_len: usize,
-    head_dim: usize,
-    layout: Layout,
-    (row_pair, row): (usize, &[[f32; 2]]),
-    (col_pair, cols): (usize, &[[f32; 2]]),
-    width: usize,
-    dir: Direction,
-) {
-    angles::rotate_pairs::<K>(x, head_dim, layout, row_pair, row, dir);
-    if token_len == 0 || width == 0 {
-        return;
+/// Storage for a kernel's row, initialised in place (a row is kilobytes: never moved).
+pub(crate) trait RowBuffer: Sized {
+    /// A row for rotations of up to `pairs` pairs, in `slot`.
+    fn init(slot: &mut MaybeUninit<Self>, pairs: usize) -> &mut Self;
+}
+
+/// The row of kernels without rows.
+pub(crate) struct NoRow;
+
+impl RowBuffer for NoRow {
+    #[inline(always)]
+    fn init(slot: &mut MaybeUninit<Self>, _pairs: usize) -> &mut Self {
+        slot.write(NoRow)
     }
-    for (token, col) in x.chunks_exact_mut(token_len).zip(cols.chunks_exact(width)) {
-        angles::rotate_pairs::<K>(token, head_dim, layout, col_pair, col, dir);
+}
+
+/// The whole tokens (or heads) of a buffer, one by one. Unlike `chunks_exact_mut` zipped with
+/// a position iterator, it has no division (and no panic path for a zero length: it yields
+/// nothing).
+pub(crate) struct Tokens<'x> {
+    rest: &'x mut [f32],
+    len: usize,
+}
+
+impl<'x> Tokens<'x> {
+    #[inline(always)]
+    pub(crate) fn new(x: &'x mut [f32], len: usize) -> Self {
+        Self { rest: x, len }
+    }
+}
+
+impl<'x> Iterator for Tokens<'x> {
+    type Item = &'x mut [f32];
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<&'x mut [f32]> {
+        if self.len == 0 {
+            return None;
+        }
+        let rest = core::mem::take(&mut self.rest);
+        let (token, rest) = rest.split_at_mut_checked(self.len)?;
+        self.rest = rest;
+        Some(token)
     }
 }
 
 /// Validated work: `x` holds whole tokens of `token_len` values, one angle source entry each.
-pub(crate) struct Job<'x, A> {
-    pub x: &'x mut [f32],
-    pub token_len: usize,
-    pub head_dim: usize,
-    pub layout: Layout,
-    pub dir: Direction,
-    pub angles: A,
+pub struct Job<'x, A> {
+    pub(crate) x: &'x mut [f32],
+    pub(crate) token_len: usize,
+    pub(crate) head_dim: usize,
+    pub(crate) pairing: Pairing,
+    pub(crate) dir: Direction,
+    pub(crate) angles: A,
+}
+
+impl<'x> Job<'x, ()> {
+    /// The job with its angle source.
+    #[inline(always)]
+    pub(crate) fn with<A>(self, angles: A) -> Job<'x, A> {
+        Job {
+            x: self.x,
+            token_len: self.token_len,
+            head_dim: self.head_dim,
+            pairing: self.pairing,
+            dir: self.dir,
+            angles,
+        }
+    }
 }
 
 /// Whether [`drive`] instantiates its loop once per layout and direction. On hosted targets
 /// it does, so both are constants inside the loop and each kernel's dispatch on them folds
 /// away instead of running per token; on bare-metal targets one copy keeps flash small.
-const SPECIALISE: bool = !cfg!(target_os = "none");
+/// Unoptimised (debug) builds do not specialise either: nothing folds there, and four copies
+/// of every loop would only grow the driver's stack frame.
+const SPECIALISE: bool = !cfg!(target_os = "none") && !cfg!(debug_assertions);
 
 /// The loop over a job's tokens, for kernel `K`.
 #[inline(always)]
@@ -142,7 +197,7 @@ pub(crate) fn drive<K: Kernel, A: AngleSource>(job: Job<'_, A>) {
         x,
         token_len,
         head_dim,
-        layout,
+        pairing,
         dir,
         angles,
     } = job;
@@ -150,17 +205,28 @@ pub(crate) fn drive<K: Kernel, A: AngleSource>(job: Job<'_, A>) {
         return;
     }
     if !SPECIALISE {
-        return angles.rotate_tokens::<K>(x, token_len, head_dim, layout, dir);
+        return angles.rotate_tokens::<K>(x, token_len, head_dim, pairing, dir);
     }
-    match (layout, dir) {
+    let pairs = pairing.pairs;
+    let (interleaved, half) = (
+        Pairing {
+            layout: Interleaved,
+            pairs,
+        },
+        Pairing {
+            layout: Half,
+            pairs,
+        },
+    );
+    match (pairing.layout, dir) {
         (Interleaved, Forward) => {
-            angles.rotate_tokens::<K>(x, token_len, head_dim, Interleaved, Forward)
+            angles.rotate_tokens::<K>(x, token_len, head_dim, interleaved, Forward)
         }
         (Interleaved, Inverse) => {
-            angles.rotate_tokens::<K>(x, token_len, head_dim, Interleaved, Inverse)
+            angles.rotate_tokens::<K>(x, token_len, head_dim, interleaved, Inverse)
         }
-        (Half, Forward) => angles.rotate_tokens::<K>(x, token_len, head_dim, Half, Forward),
-        (Half, Inverse) => angles.rotate_tokens::<K>(x, token_len, head_dim, Half, Inverse),
+        (Half, Forward) => angles.rotate_tokens::<K>(x, token_len, head_dim, half, Forward),
+        (Half, Inverse) => angles.rotate_tokens::<K>(x, token_len, head_dim, half, Inverse),
     }
 }
 
@@ -227,8 +293,8 @@ registry! {
     /// Always available on hosted targets; not compiled for bare-metal targets
     /// (`target_os = "none"`), where `wide` has no SIMD to offer and flash is scarce.
     Portable => portable, "portable", cfg(not(target_os = "none"));
-    /// x86_64 AVX2 + FMA, detected at run time with `std` (else from the build's target
-    /// features). One fused product per output: each differs from `Scalar` by at most
+    /// x86_64 AVX2 + FMA, detected at run time (CPUID and XGETBV, with or without `std`).
+    /// One fused product per output: each differs from `Scalar` by at most
     /// `3·2⁻²⁴·(|a·c| + |b·s|)` (+`3·2⁻¹⁵⁰` for subnormals), `≤ 2⁻²²·(|a| + |b|)`.
     Avx2 => avx2, "avx2", cfg(all(feature = "avx2", target_arch = "x86_64"));
     /// x86_64 AVX-512F (+ AVX2, FMA), detected like `Avx2`. The operations of `Avx2` on

@@ -17,7 +17,7 @@
 
 use wide::f32x8;
 
-use super::{AngleSource, Job, Kernel, drive};
+use super::{AngleSource, Job, Kernel, NoRow, Pairing, drive};
 use crate::config::{Direction, Layout};
 
 /// The kernel type; never constructed.
@@ -91,12 +91,13 @@ fn half8(a: &mut [f32; 8], b: &mut [f32; 8], t: &[[f32; 2]; 8], dir: Direction) 
 pub(crate) fn rotate_section(
     x: &mut [f32],
     head_dim: usize,
-    layout: Layout,
+    pairing: Pairing,
     first_pair: usize,
     angles: &[[f32; 2]],
     dir: Direction,
 ) {
-    let half = head_dim / 2;
+    // Pairs `0 .. half` rotate; the half layout pairs `k` with `k + half`.
+    let half = pairing.pairs.min(head_dim / 2);
     let room = half.saturating_sub(first_pair);
     let angles = &angles[..angles.len().min(room)];
     let n = angles.len();
@@ -107,7 +108,7 @@ pub(crate) fn rotate_section(
     let (blocks, tail) = angles.as_chunks::<4>();
     let (blocks8, tail8) = angles.as_chunks::<8>();
     for head in x.chunks_exact_mut(head_dim) {
-        match layout {
+        match pairing.layout {
             Layout::Interleaved => {
                 let Some(section) = head.get_mut(2 * first_pair..2 * (first_pair + n)) else {
                     continue;
@@ -142,28 +143,30 @@ pub(crate) fn rotate_section(
 }
 
 impl Kernel for Portable {
+    type Row = NoRow;
+
     #[inline(always)]
     fn rotate_pairs(
         x: &mut [f32],
         head_dim: usize,
-        layout: Layout,
+        pairing: Pairing,
         first_pair: usize,
         angles: &[[f32; 2]],
         dir: Direction,
     ) {
-        rotate_section(x, head_dim, layout, first_pair, angles, dir);
+        rotate_section(x, head_dim, pairing, first_pair, angles, dir);
     }
 
     #[inline(always)]
     fn rotate_pairs_summed(
         x: &mut [f32],
         head_dim: usize,
-        layout: Layout,
+        pairing: Pairing,
         a: &[[f32; 2]],
         b: &[[f32; 2]],
         dir: Direction,
     ) {
-        let half = head_dim / 2;
+        let half = pairing.pairs.min(head_dim / 2);
         if half == 0 {
             return;
         }
@@ -178,7 +181,7 @@ impl Kernel for Portable {
                     *s = sum1(ea, eb);
                 }
                 let count = a_chunk.len();
-                rotate_section(head, head_dim, layout, start, &sums[..count], dir);
+                rotate_section(head, head_dim, pairing, start, &sums[..count], dir);
                 start += count;
             }
         }

@@ -5,7 +5,7 @@
 
 #![forbid(unsafe_code)]
 
-use super::{AngleSource, Job, Kernel, drive};
+use super::{AngleSource, Job, Kernel, NoRow, Pairing, drive};
 use crate::config::{Direction, Layout};
 
 pub(crate) struct Scalar;
@@ -48,21 +48,24 @@ fn sum([ca, sa]: [f32; 2], [cb, sb]: [f32; 2]) -> [f32; 2] {
 fn rotate_pairs_rust(
     x: &mut [f32],
     head_dim: usize,
-    layout: Layout,
+    pairing: Pairing,
     first_pair: usize,
     angles: &[[f32; 2]],
     dir: Direction,
 ) {
+    let rotary = pairing.pairs.min(head_dim / 2);
     for head in x.chunks_exact_mut(head_dim) {
-        match layout {
+        match pairing.layout {
             Layout::Interleaved => {
-                let pairs = head.as_chunks_mut::<2>().0.iter_mut().skip(first_pair);
+                let rotary = head.get_mut(..2 * rotary).unwrap_or(&mut []);
+                let pairs = rotary.as_chunks_mut::<2>().0.iter_mut().skip(first_pair);
                 for ([a, b], &cs) in pairs.zip(angles) {
                     rotate(a, b, cs, dir);
                 }
             }
             Layout::Half => {
-                let (lo, hi) = head.split_at_mut(head_dim / 2);
+                let rotary = head.get_mut(..2 * rotary).unwrap_or(&mut []);
+                let (lo, hi) = rotary.split_at_mut(rotary.len() / 2);
                 let pairs = lo.iter_mut().zip(hi.iter_mut()).skip(first_pair);
                 for ((a, b), &cs) in pairs.zip(angles) {
                     rotate(a, b, cs, dir);
@@ -73,11 +76,13 @@ fn rotate_pairs_rust(
 }
 
 impl Kernel for Scalar {
+    type Row = NoRow;
+
     #[inline(always)]
     fn rotate_pairs(
         x: &mut [f32],
         head_dim: usize,
-        layout: Layout,
+        pairing: Pairing,
         first_pair: usize,
         angles: &[[f32; 2]],
         dir: Direction,
@@ -87,28 +92,32 @@ impl Kernel for Scalar {
             target_abi = "eabihf",
             not(target_has_atomic = "64")
         ))]
-        super::cortex_m::rotate_pairs(x, head_dim, layout, first_pair, angles, dir);
+        super::cortex_m::rotate_pairs(x, head_dim, pairing, first_pair, angles, dir);
         #[cfg(not(all(
             target_arch = "arm",
             target_abi = "eabihf",
             not(target_has_atomic = "64")
         )))]
-        rotate_pairs_rust(x, head_dim, layout, first_pair, angles, dir);
+        rotate_pairs_rust(x, head_dim, pairing, first_pair, angles, dir);
     }
 
     #[inline(always)]
     fn rotate_pairs_summed(
         x: &mut [f32],
         head_dim: usize,
-        layout: Layout,
+        pairing: Pairing,
         a: &[[f32; 2]],
         b: &[[f32; 2]],
         dir: Direction,
     ) {
-        let half = head_dim / 2;
+        let half = pairing.pairs.min(head_dim / 2);
+        if half == 0 {
+            return;
+        }
         let angles = a.chunks_exact(half).zip(b.chunks_exact(half));
         for (head, (a, b)) in x.chunks_exact_mut(head_dim).zip(angles) {
-            match layout {
+            let head = head.get_mut(..2 * half).unwrap_or(&mut []);
+            match pairing.layout {
                 Layout::Interleaved => {
                     let pairs = head.as_chunks_mut::<2>().0.iter_mut();
                     for (([x, y], &ca), &cb) in pairs.zip(a).zip(b) {

@@ -1,0 +1,570 @@
+//! The token loops, written once for every kernel: where each token's angles come from.
+//!
+//! - [`Tables`]: per-axis tables. Plans of [`Sections`](crate::Sections) stream: every
+//!   token of a grid line (all coordinates fixed but the last) shares the entries of the
+//!   other axes' sections, prepared once per line, and adds its own last-axis section.
+//!   Tokens off a grid take their sections one by one. Other plans (interleaved M-RoPE,
+//!   explicit per-pair axes) gather each token's entries pair by pair. RoPE-Mixed sums two
+//!   axes' angles per head.
+//! - [`Computed`]: no table; each token's entries computed from its coordinates.
+//!
+//! Row kernels (the SIMD ones, [`Kernel::ROWS`]) receive a token's angles as one row in
+//! their own form and rotate every head of the token in one address-order pass. The scalar
+//! and portable kernels rotate section by section straight from the tables, so firmware
+//! links no row code. Each source is generic over the plan and the positions, so the loops a
+//! program does not use are not linked.
+
+#![forbid(unsafe_code)]
+
+use core::mem::MaybeUninit;
+
+use super::{Kernel, Pairing, RowBuffer, Tokens};
+use crate::config::{AnglePrecision, Direction};
+use crate::freq::{Freq, PairFreqs, scaled};
+use crate::math;
+use crate::positions::{Order, Piece, Positions};
+use crate::spec::{Assign, Plan, Run};
+
+/// A source of per-token angles, with the loop over a buffer's tokens that applies them.
+pub(crate) trait AngleSource: Copy {
+    /// Rotates every token of `x` (whole tokens of `token_len` values, heads of `head_dim`,
+    /// both non-zero), token `t` by this source's `t`-th angles.
+    fn rotate_tokens<K: Kernel>(
+        self,
+        x: &mut [f32],
+        token_len: usize,
+        head_dim: usize,
+        pairing: Pairing,
+        dir: Direction,
+    );
+}
+
+/// One kernel call. Inlined into the token loops on hosted targets, so that an arch kernel
+/// inherits its caller's `#[target_feature]`s; out of line on bare-metal targets, where one
+/// copy per kernel instead of one per call site keeps flash small (the call costs a few
+/// instructions per token and section, against tens of pairs rotated).
+#[cfg_attr(target_os = "none", inline(never))]
+#[cfg_attr(not(target_os = "none"), inline(always))]
+pub(super) fn rotate_pairs<K: Kernel>(
+    x: &mut [f32],
+    head_dim: usize,
+    pairing: Pairing,
+    first_pair: usize,
+    angles: &[[f32; 2]],
+    dir: Direction,
+) {
+    K::rotate_pairs(x, head_dim, pairing, first_pair, angles, dir);
+}
+
+/// How a loop hands a token's angles to kernel `K`: into `row` (row kernels, rotary
+/// dimension within a row's reach), else straight to [`Kernel::rotate_pairs`].
+struct Sink<'r, K: Kernel> {
+    row: &'r mut K::Row,
+    rows: bool,
+    head_dim: usize,
+    pairing: Pairing,
+    dir: Direction,
+}
+
+impl<'r, K: Kernel> Sink<'r, K> {
+    #[inline(always)]
+    fn new(row: &'r mut K::Row, head_dim: usize, pairing: Pairing, dir: Direction) -> Self {
+        Self {
+            row,
+            rows: K::ROWS && pairing.pairs <= K::ROW_PAIRS,
+            head_dim,
+            pairing,
+            dir,
+        }
+    }
+
+    /// Pairs `first_pair ..` of `x`'s heads take `entries`: staged in the row, or rotated now.
+    #[inline(always)]
+    fn put(&mut self, x: &mut [f32], first_pair: usize, entries: &[[f32; 2]]) {
+        if self.rows {
+            K::prepare(self.row, self.pairing, self.dir, first_pair, entries);
+        } else {
+            rotate_pairs::<K>(
+                x,
+                self.head_dim,
+                self.pairing,
+                first_pair,
+                entries,
+                self.dir,
+            );
+        }
+    }
+
+    /// Every pair of `x`'s heads staged: rotates them (row kernels; the others are done).
+    #[inline(always)]
+    fn finish(&self, x: &mut [f32]) {
+        if self.rows {
+            K::rotate_row(x, self.head_dim, self.pairing, self.row);
+        }
+    }
+}
+
+/// Gathered or computed entries are staged in chunks of this many pairs (512 B of stack).
+const CHUNK: usize = 64;
+
+/// Per-axis tables: `tables[a]` holds one row of `widths[a]` entries per coordinate
+/// `0 .. extents[a]`; `runs` are a sections plan's runs (computed when the table was built,
+/// the last axis' run last).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Tables<'t, const A: usize, P, Po> {
+    pub tables: [&'t [[f32; 2]]; A],
+    pub widths: [usize; A],
+    pub runs: &'t [Run],
+    pub plan: P,
+    pub positions: Po,
+}
+
+/// `count` entries of row `index` of a table of `width`-entry rows, from `column`.
+#[inline(always)]
+fn row_entries(
+    table: &[[f32; 2]],
+    width: usize,
+    index: u32,
+    column: usize,
+    count: usize,
+) -> &[[f32; 2]] {
+    (index as usize)
+        .checked_mul(width)
+        .and_then(|start| table.get(start + column..))
+        .and_then(|row| row.get(..count))
+        .unwrap_or(&[])
+}
+
+impl<const A: usize, P: Plan<A>, Po: Positions<A>> AngleSource for Tables<'_, A, P, Po> {
+    #[inline(always)]
+    fn rotate_tokens<K: Kernel>(
+        self,
+        x: &mut [f32],
+        token_len: usize,
+        head_dim: usize,
+        pairing: Pairing,
+        dir: Direction,
+    ) {
+        let plan = self.plan;
+        let assign = plan.assign();
+        let order = self.positions.order();
+        let mut slot = MaybeUninit::uninit();
+        let row = K::Row::init(&mut slot, pairing.pairs);
+        let mut sink = Sink::<K>::new(row, head_dim, pairing, dir);
+        match assign {
+            Assign::Sections(_) => {
+                let sections = SectionTables {
+                    tables: self.tables,
+                    widths: self.widths,
+                    runs: self.runs,
+                };
+                // One loop over pieces (a grid is one piece), so that each loop below is
+                // inlined once.
+                let whole = [match order {
+                    Order::Grid(grid) => Piece::Grid { grid, repeat: 1 },
+                    _ => Piece::Run {
+                        run: crate::positions::Run::from([0; A]),
+                        count: 0,
+                    },
+                }];
+                let pieces = match order {
+                    Order::Grid(_) => &whole[..],
+                    Order::Pieces(pieces) => pieces,
+                    _ => return sections.each_token(x, order, token_len, &mut sink),
+                };
+                let mut rest = x;
+                for piece in pieces {
+                    let one = core::slice::from_ref(piece);
+                    let Ok(Some(tokens)) = Order::Pieces(one).tokens() else {
+                        return;
+                    };
+                    let Some((here, next)) =
+                        rest.split_at_mut_checked(tokens.saturating_mul(token_len))
+                    else {
+                        return;
+                    };
+                    rest = next;
+                    let Piece::Grid { grid, repeat } = *piece else {
+                        sections.each_token(here, Order::Pieces(one), token_len, &mut sink);
+                        continue;
+                    };
+                    let cells = grid.tokens().unwrap_or(0).saturating_mul(token_len);
+                    if cells == 0 {
+                        continue;
+                    }
+                    for walk in here.chunks_exact_mut(cells).take(repeat) {
+                        sections.grid(walk, grid.origin, grid.extents, token_len, &mut sink);
+                    }
+                }
+            }
+            Assign::Interleaved(_) | Assign::PerPair(_) => {
+                // Gather each token's entries pair by pair, in chunks.
+                let mut chunk = [[0f32; 2]; CHUNK];
+                for (token, position) in Tokens::new(x, token_len).zip(order.iter()) {
+                    let mut first_pair = 0;
+                    let mut filled = 0;
+                    for (axis, column) in assign.pair_axes() {
+                        let entry = match (
+                            self.tables.get(axis),
+                            self.widths.get(axis),
+                            position.get(axis),
+                        ) {
+                            (Some(table), Some(&width), Some(&index)) => {
+                                row_entries(table, width, index, column, 1)
+                                    .first()
+                                    .copied()
+                                    .unwrap_or([1.0, 0.0])
+                            }
+                            _ => [1.0, 0.0],
+                        };
+                        if let Some(slot) = chunk.get_mut(filled) {
+                            *slot = entry;
+                        }
+                        filled += 1;
+                        if filled == CHUNK {
+                            sink.put(token, first_pair, &chunk);
+                            first_pair += filled;
+                            filled = 0;
+                        }
+                    }
+                    sink.put(token, first_pair, chunk.get(..filled).unwrap_or(&[]));
+                    sink.finish(token);
+                }
+            }
+            Assign::Summed(_) => {
+                // Axis 0 is the row (`y`), axis 1 the column (`x`); each row holds every head.
+                let (Some(&rows), Some(&cols)) = (self.tables.first(), self.tables.get(1)) else {
+                    return;
+                };
+                let (Some(&row_width), Some(&col_width)) =
+                    (self.widths.first(), self.widths.get(1))
+                else {
+                    return;
+                };
+                for (token, position) in Tokens::new(x, token_len).zip(order.iter()) {
+                    let (Some(&row), Some(&col)) = (position.first(), position.get(1)) else {
+                        continue;
+                    };
+                    let row = row_entries(rows, row_width, row, 0, row_width);
+                    let col = row_entries(cols, col_width, col, 0, col_width);
+                    K::rotate_pairs_summed(token, head_dim, pairing, col, row, dir);
+                }
+            }
+        }
+    }
+}
+
+/// The tables of a [`Sections`](crate::Sections) plan with its runs (one per non-empty
+/// section).
+#[derive(Clone, Copy)]
+struct SectionTables<'t, 'r, const A: usize> {
+    tables: [&'t [[f32; 2]]; A],
+    widths: [usize; A],
+    runs: &'r [Run],
+}
+
+impl<'t, const A: usize> SectionTables<'t, '_, A> {
+    /// The entries of `run` at `position`.
+    #[inline(always)]
+    fn run_entries(&self, run: &Run, position: &[u32; A]) -> &'t [[f32; 2]] {
+        match (
+            self.tables.get(run.axis),
+            self.widths.get(run.axis),
+            position.get(run.axis),
+        ) {
+            (Some(table), Some(&width), Some(&index)) => {
+                row_entries(table, width, index, run.column, run.len)
+            }
+            _ => &[],
+        }
+    }
+
+    /// Tokens at arbitrary positions: section by section.
+    #[inline(always)]
+    fn each_token<K: Kernel>(
+        &self,
+        x: &mut [f32],
+        order: Order<'_, A>,
+        token_len: usize,
+        sink: &mut Sink<'_, K>,
+    ) {
+        for (token, position) in Tokens::new(x, token_len).zip(order.iter()) {
+            for run in self.runs {
+                sink.put(token, run.first, self.run_entries(run, &position));
+            }
+            sink.finish(token);
+        }
+    }
+
+    /// Every position of a grid of `extents` from `origin`, row-major, by lines.
+    #[inline(always)]
+    fn grid<K: Kernel>(
+        &self,
+        x: &mut [f32],
+        origin: [u32; A],
+        extents: [usize; A],
+        token_len: usize,
+        sink: &mut Sink<'_, K>,
+    ) {
+        let last = A - 1;
+        let line_tokens = extents[last];
+        let Some(line_len) = line_tokens.checked_mul(token_len).filter(|&n| n != 0) else {
+            return;
+        };
+        if self.runs.is_empty() {
+            return;
+        }
+        // The last axis' run varies along a line (the table put it last); the others are
+        // shared by all the line's tokens.
+        let (shared, varying) = match self.runs.split_last() {
+            Some((run, rest)) if run.axis == last => (rest, Some(*run)),
+            _ => (self.runs, None),
+        };
+        let width = self.widths.get(last).copied().unwrap_or(0);
+        // The varying run's entries for the tokens of a line: consecutive rows of `width`
+        // entries from the line's first token, from column `run.column`.
+        let varying_table = self
+            .tables
+            .get(last)
+            .and_then(|table| table.get(origin[last] as usize * width..))
+            .unwrap_or(&[]);
+        // Row kernels: when the varying run of every token of a line fits one more row and
+        // falls on whole vectors, it is prepared once for the whole grid (every line has the
+        // same), and each token reads its part from there.
+        if let Some(run) = varying
+            && sink.rows
+            && width != 0
+            && K::splits(sink.pairing, run.first, run.len)
+            && line_tokens.saturating_mul(run.len) <= K::ROW_PAIRS
+        {
+            let mut slot = MaybeUninit::uninit();
+            let table = K::Row::init(&mut slot, line_tokens * run.len);
+            let cols = varying_table.get(run.column..).unwrap_or(&[]);
+            for (t, col) in cols.chunks(width).take(line_tokens).enumerate() {
+                let col = col.get(..run.len).unwrap_or(col);
+                let pairing = Pairing {
+                    pairs: line_tokens * run.len,
+                    ..sink.pairing
+                };
+                K::prepare(table, pairing, sink.dir, t * run.len, col);
+            }
+            let mut position = origin;
+            for line in x.chunks_exact_mut(line_len) {
+                for run in shared {
+                    sink.put(line, run.first, self.run_entries(run, &position));
+                }
+                let (head_dim, pairing) = (sink.head_dim, sink.pairing);
+                let section = (run.first, run.len);
+                if !K::rotate_line_split(
+                    line, token_len, head_dim, pairing, sink.row, section, table,
+                ) {
+                    // Not for this kernel after all: the line token by token.
+                    let cols = varying_table.get(run.column..).unwrap_or(&[]);
+                    for (token, col) in Tokens::new(line, token_len).zip(cols.chunks(width)) {
+                        sink.put(token, run.first, col.get(..run.len).unwrap_or(col));
+                        sink.finish(token);
+                    }
+                }
+                next_line(&mut position, origin, extents);
+            }
+            return;
+        }
+        let mut position = origin;
+        for line in x.chunks_exact_mut(line_len) {
+            // The shared runs over the whole line (staged once for all its tokens).
+            for run in shared {
+                sink.put(line, run.first, self.run_entries(run, &position));
+            }
+            match varying {
+                Some(run) if width != 0 => {
+                    let cols = varying_table.get(run.column..).unwrap_or(&[]);
+                    let tokens = Tokens::new(line, token_len);
+                    for (token, col) in tokens.zip(cols.chunks(width)) {
+                        sink.put(token, run.first, col.get(..run.len).unwrap_or(col));
+                        sink.finish(token);
+                    }
+                }
+                _ => sink.finish(line),
+            }
+            next_line(&mut position, origin, extents);
+        }
+    }
+}
+
+/// The position of a grid's next line: the coordinates before the last incremented,
+/// row-major.
+#[inline(always)]
+fn next_line<const A: usize>(position: &mut [u32; A], origin: [u32; A], extents: [usize; A]) {
+    let mut a = A - 1;
+    while let Some(below) = a.checked_sub(1) {
+        a = below;
+        position[a] += 1;
+        if (position[a] - origin[a]) as usize != extents[a] {
+            break;
+        }
+        position[a] = origin[a];
+    }
+}
+
+/// No table: every token's entries computed from its coordinates (any plan).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Computed<'t, const A: usize, P, C> {
+    pub plan: P,
+    pub freqs: ComputedFreqs<'t, A>,
+    pub mscale: f32,
+    pub coords: C,
+}
+
+/// The frequencies of a tableless rotation.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ComputedFreqs<'t, const A: usize> {
+    /// Every pair's frequency, in pair order.
+    Pairs(PairFreqs<'t, A>),
+    /// RoPE-Mixed: learned `[heads][pairs]` per axis (axis 0 the row, `y`; axis 1 `x`).
+    Learned {
+        y: &'t [f32],
+        x: &'t [f32],
+        precision: AnglePrecision,
+    },
+}
+
+/// Coordinates of consecutive tokens, integer or real.
+pub(crate) trait CoordSource<const A: usize>: Copy {
+    /// Iterator over the tokens' coordinates.
+    type Iter<'s>: Iterator<Item = Coordinate<A>>
+    where
+        Self: 's;
+    /// The coordinates, token by token.
+    fn coordinates(&self) -> Self::Iter<'_>;
+}
+
+/// One token's coordinates.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Coordinate<const A: usize> {
+    Integer([u32; A]),
+    Real([f32; A]),
+}
+
+impl<const A: usize> Coordinate<A> {
+    /// The exact phase of the coordinate on `axis` times `f`.
+    #[inline(always)]
+    fn phase(&self, axis: usize, f: Freq) -> u64 {
+        match self {
+            Coordinate::Integer(p) => {
+                f.phase_of_integer(i64::from(p.get(axis).copied().unwrap_or(0)))
+            }
+            Coordinate::Real(c) => f.phase_of_coordinate(c.get(axis).copied().unwrap_or(0.0)),
+        }
+    }
+}
+
+/// Integer positions for [`Computed`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct IntegerCoords<Po>(pub Po);
+
+impl<const A: usize, Po: Positions<A>> CoordSource<A> for IntegerCoords<Po> {
+    type Iter<'s>
+        = core::iter::Map<crate::positions::PositionIter<'s, A>, fn([u32; A]) -> Coordinate<A>>
+    where
+        Self: 's;
+    #[inline(always)]
+    fn coordinates(&self) -> Self::Iter<'_> {
+        self.0.order().iter().map(Coordinate::Integer)
+    }
+}
+
+/// Real-valued coordinates for [`Computed`], one per token.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RealCoords<'c, const A: usize>(pub &'c [[f32; A]]);
+
+impl<const A: usize> CoordSource<A> for RealCoords<'_, A> {
+    type Iter<'s>
+        = core::iter::Map<core::slice::Iter<'s, [f32; A]>, fn(&[f32; A]) -> Coordinate<A>>
+    where
+        Self: 's;
+    #[inline(always)]
+    fn coordinates(&self) -> Self::Iter<'_> {
+        self.0.iter().map(|c| Coordinate::Real(*c))
+    }
+}
+
+impl<const A: usize, P: Plan<A>, C: CoordSource<A>> AngleSource for Computed<'_, A, P, C> {
+    #[inline(always)]
+    fn rotate_tokens<K: Kernel>(
+        self,
+        x: &mut [f32],
+        token_len: usize,
+        head_dim: usize,
+        pairing: Pairing,
+        dir: Direction,
+    ) {
+        let assign = self.plan.assign();
+        let mut chunk = [[0f32; 2]; CHUNK];
+        let mut slot = MaybeUninit::uninit();
+        let row = K::Row::init(&mut slot, pairing.pairs);
+        let mut sink = Sink::<K>::new(row, head_dim, pairing, dir);
+        let tokens = Tokens::new(x, token_len);
+        for (token, coordinate) in tokens.zip(self.coords.coordinates()) {
+            match self.freqs {
+                ComputedFreqs::Pairs(freqs) => {
+                    let mut first_pair = 0;
+                    let mut filled = 0;
+                    for ((axis, _), f) in assign.pair_axes().zip(freqs.iter()) {
+                        let phase = coordinate.phase(axis, f);
+                        if let Some(slot) = chunk.get_mut(filled) {
+                            *slot = scaled(math::cos_sin_turns(phase), self.mscale);
+                        }
+                        filled += 1;
+                        if filled == CHUNK {
+                            sink.put(token, first_pair, &chunk);
+                            first_pair += filled;
+                            filled = 0;
+                        }
+                    }
+                    sink.put(token, first_pair, chunk.get(..filled).unwrap_or(&[]));
+                    sink.finish(token);
+                }
+                ComputedFreqs::Learned {
+                    y,
+                    x: fx,
+                    precision,
+                } => {
+                    let pairs = pairing.pairs;
+                    if pairs == 0 {
+                        continue;
+                    }
+                    // Each head by its own frequencies: the exact phase of the sum.
+                    let heads = Tokens::new(token, head_dim);
+                    let freqs = y.chunks_exact(pairs).zip(fx.chunks_exact(pairs));
+                    for (head, (fy, fx)) in heads.zip(freqs) {
+                        let mut first_pair = 0;
+                        for (fy, fx) in fy.chunks(CHUNK).zip(fx.chunks(CHUNK)) {
+                            for ((slot, &fy), &fx) in chunk.iter_mut().zip(fy).zip(fx) {
+                                let (fy, fx) = (learned(fy, precision), learned(fx, precision));
+                                let phase = coordinate
+                                    .phase(0, fy)
+                                    .wrapping_add(coordinate.phase(1, fx));
+                                *slot = scaled(math::cos_sin_turns(phase), self.mscale);
+                            }
+                            let entries = chunk.get(..fy.len()).unwrap_or(&[]);
+                            sink.put(head, first_pair, entries);
+                            first_pair += fy.len();
+                        }
+                        sink.finish(head);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A learned frequency (checked finite by the caller).
+#[inline(always)]
+fn learned(radians: f32, precision: AnglePrecision) -> Freq {
+    match precision {
+        AnglePrecision::Exact => {
+            Freq::Exact(crate::freq::radians_f32(radians).unwrap_or(crate::math::Turns(0)))
+        }
+        AnglePrecision::Float32 => Freq::Float32(radians),
+    }
+}

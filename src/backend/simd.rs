@@ -1,0 +1,1010 @@
+//! The SIMD algorithm, written once over a small vector trait ([`Vector`]); each arch file
+//! (`avx2.rs`, `avx512.rs`, `neon.rs`) only provides loads, stores, the pair swap and the
+//! multiply-adds for its registers.
+//!
+//! A token's angles are expanded once into a [`Row`] in the form the loop consumes —
+//! interleaved: cosines duplicated per pair and sines with the direction's alternating sign;
+//! half layout: cosines and signed sines de-interleaved — and every head of the token is then
+//! rotated in address order (heads outer, pairs inner), the row re-read from L1. Every
+//! output is `fl(a·c ∓ fl(b·s))` with one fused product, so every backend built on this
+//! module gives the same bits.
+
+use core::mem::MaybeUninit;
+
+use super::{Kernel, Pairing};
+use crate::config::{Direction, Layout};
+
+/// Pairs a [`Row`] holds: rotary dimensions up to 512 (longer heads take the kernel's
+/// [`Kernel::rotate_pairs`] run by run).
+pub(super) const ROW_PAIRS: usize = 256;
+
+/// A token's angles expanded for the vector loop: interleaved, `a[2k] = a[2k+1] = cos_k`,
+/// `b[2k] = ∓sin_k`, `b[2k+1] = ±sin_k`; half layout, `a[k] = cos_k`, `b[k] = ±sin_k` (the
+/// upper sign for [`Direction::Forward`]).
+///
+/// Only the floats a rotation of `pairs` pairs can touch — `2·pairs` and a vector's worth of
+/// padding, which a tail's whole-vector load reads — are initialised (to zero, by
+/// [`RowBuffer::new`](super::RowBuffer::new)): a row costs nothing for the sizes a call does
+/// not use.
+#[repr(C, align(64))]
+pub(super) struct Row {
+    a: [MaybeUninit<f32>; ROW_FLOATS],
+    b: [MaybeUninit<f32>; ROW_FLOATS],
+}
+
+/// Floats of each row array: two per pair, and a vector's worth of padding.
+const ROW_FLOATS: usize = 2 * ROW_PAIRS + 16;
+
+impl super::RowBuffer for Row {
+    #[inline(always)]
+    fn init(slot: &mut MaybeUninit<Self>, pairs: usize) -> &mut Self {
+        // SAFETY: every field of `Row` is an array of `MaybeUninit<f32>`, for which any
+        // bytes, initialised or not, are a valid value.
+        let row = unsafe { slot.assume_init_mut() };
+        let used = (2 * pairs + 16).min(ROW_FLOATS);
+        for array in [&mut row.a, &mut row.b] {
+            for v in array.iter_mut().take(used) {
+                v.write(0.0);
+            }
+        }
+        row
+    }
+}
+
+/// `f32` vectors of one instruction set. Implementations are thin wrappers of intrinsics.
+///
+/// # Safety
+///
+/// Implementations may only be used where their instruction set is available (the arch
+/// file's `run` checks it); every method's pointer arguments must be valid as stated.
+pub(super) unsafe trait Vector: Copy {
+    /// `f32` lanes.
+    const LANES: usize;
+    /// `LANES` floats from `p` (unaligned).
+    unsafe fn load(p: *const f32) -> Self;
+    /// Stores `LANES` floats at `p` (unaligned).
+    unsafe fn store(self, p: *mut f32);
+    /// The first `n < LANES` floats from `p`, the other lanes zero; nothing else is read.
+    unsafe fn load_partial(p: *const f32, n: usize) -> Self;
+    /// Stores the first `n < LANES` lanes at `p`; nothing else is written.
+    unsafe fn store_partial(self, p: *mut f32, n: usize);
+    /// `[x1, x0, x3, x2, …]`: the two elements of each pair exchanged.
+    unsafe fn swap_pairs(self) -> Self;
+    /// `[x0, x0, x2, x2, …]`.
+    unsafe fn dup_even(self) -> Self;
+    /// `[x1, x1, x3, x3, …]`.
+    unsafe fn dup_odd(self) -> Self;
+    /// De-interleaves `2·LANES` floats `[c0, s0, c1, s1, …]` into `([c…], [s…])`.
+    unsafe fn deinterleave(lo: Self, hi: Self) -> (Self, Self);
+    /// Lane-wise `self · other`, rounded.
+    unsafe fn mul(self, other: Self) -> Self;
+    /// Lane-wise `self + other`, rounded.
+    unsafe fn add(self, other: Self) -> Self;
+    /// Lane-wise `self · b + c`, rounded once (fused).
+    unsafe fn fmadd(self, b: Self, c: Self) -> Self;
+    /// Lane-wise `self · b − c`, rounded once (fused).
+    unsafe fn fmsub(self, b: Self, c: Self) -> Self;
+    /// `[−1, 1, −1, 1, …]`, or its negation when `negate_odd`.
+    unsafe fn alternating(negate_odd: bool) -> Self;
+    /// Even lanes `self − other`, odd lanes `self + other`, each rounded once.
+    #[inline(always)]
+    unsafe fn addsub(self, other: Self) -> Self {
+        // SAFETY: as for the trait's other methods; multiplying by ±1 is exact.
+        unsafe { self.add(other.mul(Self::alternating(false))) }
+    }
+    /// Even lanes `self · b − c`, odd lanes `self · b + c`, fused.
+    #[inline(always)]
+    unsafe fn fmaddsub(self, b: Self, c: Self) -> Self {
+        // SAFETY: as above.
+        unsafe { self.fmadd(b, c.mul(Self::alternating(false))) }
+    }
+    /// Even lanes `self · b + c`, odd lanes `self · b − c`, fused.
+    #[inline(always)]
+    unsafe fn fmsubadd(self, b: Self, c: Self) -> Self {
+        // SAFETY: as above.
+        unsafe { self.fmadd(b, c.mul(Self::alternating(true))) }
+    }
+    /// Every lane `x`.
+    unsafe fn splat(x: f32) -> Self;
+}
+
+/// The kernel of a vector type.
+pub(super) struct Simd<V>(core::marker::PhantomData<V>);
+
+/// The sign of the sines: `+1` forward, `−1` inverse.
+#[inline(always)]
+fn sine_sign(dir: Direction) -> f32 {
+    match dir {
+        Direction::Forward => 1.0,
+        Direction::Inverse => -1.0,
+    }
+}
+
+/// Writes pairs `first .. first + entries.len()` of `row` (already clipped to the row).
+///
+/// # Safety
+///
+/// `V`'s instruction set is available; `first + entries.len() ≤ ROW_PAIRS`.
+#[inline(always)]
+unsafe fn prepare<V: Vector>(
+    row: &mut Row,
+    layout: Layout,
+    dir: Direction,
+    first: usize,
+    entries: &[[f32; 2]],
+) {
+    let n = entries.len();
+    let e = entries.as_ptr().cast::<f32>();
+    let sign = sine_sign(dir);
+    let lanes = V::LANES;
+    match layout {
+        Layout::Interleaved => {
+            let (a, b) = (
+                row.a.as_mut_ptr().cast::<f32>(),
+                row.b.as_mut_ptr().cast::<f32>(),
+            );
+            // SAFETY: the instruction set is available (caller).
+            let signs = unsafe { V::alternating(dir == Direction::Inverse) };
+            let mut k = 0;
+            // `lanes / 2` pairs a step: the floats `2k .. 2k + lanes` of entries and row.
+            while k + lanes / 2 <= n {
+                // SAFETY: `2k + lanes ≤ 2n` floats of `entries`; `2(first + k) + lanes ≤
+                // 2·ROW_PAIRS` floats of each row array.
+                unsafe {
+                    let v = V::load(e.add(2 * k));
+                    v.dup_even().store(a.add(2 * (first + k)));
+                    v.dup_odd().mul(signs).store(b.add(2 * (first + k)));
+                }
+                k += lanes / 2;
+            }
+            for (j, &[c, s]) in entries.iter().enumerate().skip(k) {
+                let at = 2 * (first + j);
+                row.a[at].write(c);
+                row.a[at + 1].write(c);
+                row.b[at].write(-(s * sign));
+                row.b[at + 1].write(s * sign);
+            }
+        }
+        Layout::Half => {
+            let (a, b) = (
+                row.a.as_mut_ptr().cast::<f32>(),
+                row.b.as_mut_ptr().cast::<f32>(),
+            );
+            // SAFETY: the instruction set is available (caller).
+            let sign_v = unsafe { V::splat(sign) };
+            let mut k = 0;
+            while k + lanes <= n {
+                // SAFETY: `2(k + lanes) ≤ 2n` floats of `entries`; `first + k + lanes ≤
+                // ROW_PAIRS` floats of each row array.
+                unsafe {
+                    let (c, s) =
+                        V::deinterleave(V::load(e.add(2 * k)), V::load(e.add(2 * k + lanes)));
+                    c.store(a.add(first + k));
+                    s.mul(sign_v).store(b.add(first + k));
+                }
+                k += lanes;
+            }
+            for (j, &[c, s]) in entries.iter().enumerate().skip(k) {
+                row.a[first + j].write(c);
+                row.b[first + j].write(s * sign);
+            }
+        }
+    }
+}
+
+/// Where a head's pairs read their angles: pairs `lo .. hi` from arrays `a`, `b` indexed by
+/// float (interleaved) or pair (half) position within the head.
+#[derive(Clone, Copy)]
+struct Segment {
+    lo: usize,
+    hi: usize,
+    a: *const f32,
+    b: *const f32,
+}
+
+/// A token's angles: a row's arrays, with pairs `first .. end` taken from other arrays
+/// (`split`, a section of a table prepared for the whole grid, shifted to the head's
+/// indices) when `first < end`.
+#[derive(Clone, Copy)]
+struct Angles {
+    a: *const f32,
+    b: *const f32,
+    first: usize,
+    end: usize,
+    split: (*const f32, *const f32),
+}
+
+impl Angles {
+    /// The arrays pair `k` reads.
+    #[inline(always)]
+    fn at(&self, k: usize) -> (*const f32, *const f32) {
+        if k >= self.first && k < self.end {
+            self.split
+        } else {
+            (self.a, self.b)
+        }
+    }
+
+    /// The segments of a head of `pairs` pairs, and how many there are.
+    #[inline(always)]
+    fn segments(&self, pairs: usize) -> ([Segment; 3], usize) {
+        let row = |lo, hi| Segment {
+            lo,
+            hi,
+            a: self.a,
+            b: self.b,
+        };
+        if self.first >= self.end {
+            return ([row(0, pairs), row(pairs, pairs), row(pairs, pairs)], 1);
+        }
+        let split = Segment {
+            lo: self.first,
+            hi: self.end,
+            a: self.split.0,
+            b: self.split.1,
+        };
+        ([row(0, self.first), split, row(self.end, pairs)], 3)
+    }
+}
+
+/// Rotates the pairs of `segments` (in order, together covering `0 .. pairs`) of every head
+/// in `x` (whole heads of `head_dim`), in address order: heads outer, pairs inner.
+///
+/// # Safety
+///
+/// `V`'s instruction set is available; `2·pairs ≤ head_dim`; each segment's arrays are
+/// readable at every index its pairs use plus a vector of padding (see [`Row`]); segment
+/// boundaries but the last are multiples of a vector (`LANES` floats interleaved, `LANES`
+/// pairs half).
+#[inline(always)]
+unsafe fn rotate_segments<V: Vector>(
+    x: &mut [f32],
+    head_dim: usize,
+    layout: Layout,
+    pairs: usize,
+    segments: &[Segment],
+) {
+    let lanes = V::LANES;
+    let base = x.as_mut_ptr();
+    let len = x.len();
+    let mut head = 0;
+    while head + head_dim <= len {
+        for seg in segments {
+            // SAFETY: the head is floats `head .. head + d` of `x`; the segment's floats
+            // (interleaved `2·lo .. 2·hi`, half `lo .. hi` and `pairs + lo .. pairs + hi`)
+            // lie within its first `2·pairs ≤ d`; the arrays are readable as the caller
+            // guarantees.
+            unsafe {
+                let (a, b) = (seg.a, seg.b);
+                match layout {
+                    Layout::Interleaved => {
+                        let p = base.add(head);
+                        let (mut i, end) = (2 * seg.lo, 2 * seg.hi);
+                        while i + 2 * lanes <= end {
+                            interleaved_step::<V>(p.add(i), a.add(i), b.add(i));
+                            i += 2 * lanes;
+                        }
+                        if i < end {
+                            let n = end - i;
+                            let x0 = if n >= lanes {
+                                V::load(p.add(i))
+                            } else {
+                                V::load_partial(p.add(i), n)
+                            };
+                            let out = interleaved(x0, V::load(a.add(i)), V::load(b.add(i)));
+                            if n >= lanes {
+                                out.store(p.add(i));
+                                i += lanes;
+                                if i < end {
+                                    let n = end - i;
+                                    let x0 = V::load_partial(p.add(i), n);
+                                    interleaved(x0, V::load(a.add(i)), V::load(b.add(i)))
+                                        .store_partial(p.add(i), n);
+                                }
+                            } else {
+                                out.store_partial(p.add(i), n);
+                            }
+                        }
+                    }
+                    Layout::Half => {
+                        let lo = base.add(head);
+                        let hi = lo.add(pairs);
+                        let mut k = seg.lo;
+                        while k + lanes <= seg.hi {
+                            half_step::<V>(lo.add(k), hi.add(k), a.add(k), b.add(k));
+                            k += lanes;
+                        }
+                        if k < seg.hi {
+                            let n = seg.hi - k;
+                            let (xv, yv) =
+                                (V::load_partial(lo.add(k), n), V::load_partial(hi.add(k), n));
+                            let (xv, yv) = half(xv, yv, V::load(a.add(k)), V::load(b.add(k)));
+                            xv.store_partial(lo.add(k), n);
+                            yv.store_partial(hi.add(k), n);
+                        }
+                    }
+                }
+            }
+        }
+        head += head_dim;
+    }
+}
+
+/// A vector of interleaved pairs rotated by duplicated cosines `a` and signed sines `b`:
+/// `x·a + swap(x)·b`, the product with `a` fused.
+///
+/// # Safety
+///
+/// `V`'s instruction set is available.
+#[inline(always)]
+unsafe fn interleaved<V: Vector>(x: V, a: V, b: V) -> V {
+    // SAFETY: as the caller guarantees.
+    unsafe { x.fmadd(a, x.swap_pairs().mul(b)) }
+}
+
+/// A vector of half-layout pairs (first elements `x`, second `y`) rotated by cosines `c` and
+/// signed sines `s`: `(x·c − y·s, y·c + x·s)`, the products with `c` fused.
+///
+/// # Safety
+///
+/// `V`'s instruction set is available.
+#[inline(always)]
+unsafe fn half<V: Vector>(x: V, y: V, c: V, s: V) -> (V, V) {
+    // SAFETY: as the caller guarantees.
+    unsafe { (x.fmsub(c, y.mul(s)), y.fmadd(c, x.mul(s))) }
+}
+
+/// The interleaved loop body of [`rotate_segments`]: two vectors of floats at `p` rotated by
+/// the row's duplicated cosines at `a` and signed sines at `b` (swap within pairs, one
+/// multiply, one fused multiply-add per vector).
+///
+/// # Safety
+///
+/// `V`'s instruction set is available; `2·LANES` floats readable at `a`, `b` and readable
+/// and writable at `p`.
+#[inline(always)]
+unsafe fn interleaved_step<V: Vector>(p: *mut f32, a: *const f32, b: *const f32) {
+    let lanes = V::LANES;
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        let (x0, x1) = (V::load(p), V::load(p.add(lanes)));
+        interleaved(x0, V::load(a), V::load(b)).store(p);
+        interleaved(x1, V::load(a.add(lanes)), V::load(b.add(lanes))).store(p.add(lanes));
+    }
+}
+
+/// The half-layout loop body of [`rotate_segments`]: a vector of pairs, first elements at
+/// `lo` and second at `hi`, rotated by the cosines at `c` and signed sines at `s` (no
+/// shuffle: two multiplies, two fused multiply-adds).
+///
+/// # Safety
+///
+/// `V`'s instruction set is available; `LANES` floats readable at `c`, `s` and readable and
+/// writable at `lo`, `hi`.
+#[inline(always)]
+unsafe fn half_step<V: Vector>(lo: *mut f32, hi: *mut f32, c: *const f32, s: *const f32) {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        let (xv, yv) = half(V::load(lo), V::load(hi), V::load(c), V::load(s));
+        xv.store(lo);
+        yv.store(hi);
+    }
+}
+
+/// Most vectors of angles a head may take in registers ([`rotate_in_registers`]).
+const REGISTER_VECTORS: usize = 8;
+
+/// [`rotate_segments`] for heads that are exactly `N` vectors of rotated floats (full rotary
+/// dimension, no tail): the angles are loaded into registers once and every head of `x` is
+/// rotated from them — for small heads, where the row's loads would cost as much as the
+/// rotation.
+///
+/// # Safety
+///
+/// As for [`rotate_segments`]; moreover `2·pairs = head_dim = N · LANES` (interleaved) or
+/// `pairs = N · LANES` with `2·pairs = head_dim` (half).
+#[inline(always)]
+unsafe fn rotate_in_registers<V: Vector, const N: usize>(
+    x: &mut [f32],
+    head_dim: usize,
+    layout: Layout,
+    angles: Angles,
+) {
+    let lanes = V::LANES;
+    // SAFETY: the instruction set is available (caller).
+    let zero = unsafe { V::splat(0.0) };
+    let (mut a, mut b) = ([zero; N], [zero; N]);
+    let unit = match layout {
+        Layout::Interleaved => 1,
+        Layout::Half => 2,
+    };
+    for j in 0..N {
+        // The vector's first pair (interleaved: float index; half: pair index).
+        let at = j * lanes;
+        let (pa, pb) = angles.at(at / (2 / unit));
+        // SAFETY: vector `j` lies inside one segment (its boundaries are multiples of a
+        // vector), whose arrays are readable there (caller).
+        unsafe {
+            a[j] = V::load(pa.add(at));
+            b[j] = V::load(pb.add(at));
+        }
+    }
+    let base = x.as_mut_ptr();
+    let len = x.len();
+    let mut head = 0;
+    while head + head_dim <= len {
+        // SAFETY: the head is floats `head .. head + d` of `x` (`d = N · LANES`, or twice
+        // that for the half layout's two halves).
+        unsafe {
+            let p = base.add(head);
+            match layout {
+                Layout::Interleaved => interleaved_head_from_registers::<V, N>(p, &a, &b),
+                Layout::Half => half_head_from_registers::<V, N>(p, &a, &b),
+            }
+        }
+        head += head_dim;
+    }
+}
+
+/// One interleaved head of `N` vectors at `p`, rotated by angles held in registers.
+///
+/// # Safety
+///
+/// `V`'s instruction set is available; `N·LANES` floats readable and writable at `p`.
+#[inline(always)]
+unsafe fn interleaved_head_from_registers<V: Vector, const N: usize>(
+    p: *mut f32,
+    a: &[V; N],
+    b: &[V; N],
+) {
+    for j in 0..N {
+        // SAFETY: vector `j` of the head (caller).
+        unsafe {
+            interleaved(V::load(p.add(j * V::LANES)), a[j], b[j]).store(p.add(j * V::LANES));
+        }
+    }
+}
+
+/// One half-layout head of `N` vectors of pairs at `p` (second elements `N` vectors on),
+/// rotated by angles held in registers.
+///
+/// # Safety
+///
+/// `V`'s instruction set is available; `2·N·LANES` floats readable and writable at `p`.
+#[inline(always)]
+unsafe fn half_head_from_registers<V: Vector, const N: usize>(p: *mut f32, a: &[V; N], b: &[V; N]) {
+    for j in 0..N {
+        // SAFETY: vectors `j` and `N + j` of the head (caller).
+        unsafe {
+            let (lo, hi) = (p.add(j * V::LANES), p.add((N + j) * V::LANES));
+            let (xv, yv) = half(V::load(lo), V::load(hi), a[j], b[j]);
+            xv.store(lo);
+            yv.store(hi);
+        }
+    }
+}
+
+/// [`Kernel::rotate_line_split`] for heads of exactly `N` vectors: the row's vectors load
+/// into registers once for the line, each token's section from the table, and every head is
+/// rotated from registers.
+///
+/// # Safety
+///
+/// As for [`rotate_in_registers`], with `split(t)` the table arrays token `t` reads for the
+/// vectors of pairs `first .. end` (multiples of a vector).
+#[inline(always)]
+unsafe fn line_in_registers<V: Vector, const N: usize>(
+    line: &mut [f32],
+    token_len: usize,
+    head_dim: usize,
+    layout: Layout,
+    (ra, rb): (*const f32, *const f32),
+    (first, end): (usize, usize),
+    split: impl Fn(usize) -> (*const f32, *const f32),
+) {
+    let lanes = V::LANES;
+    // Vector `j` covers pairs from `j · per`.
+    let per = match layout {
+        Layout::Interleaved => lanes / 2,
+        Layout::Half => lanes,
+    };
+    let (j0, j1) = (first / per, end / per);
+    // Where vector `j` of each array comes from for the current token, and how far that moves
+    // from one token to the next: the row's vectors stay, the section's walk the table.
+    let (sa, sb) = split(0);
+    let (sa1, _) = split(1);
+    let step = (sa1 as usize).wrapping_sub(sa as usize);
+    let mut from = [(ra, rb); N];
+    let mut steps = [0usize; N];
+    for j in 0..N {
+        if j >= j0 && j < j1 {
+            from[j] = (sa, sb);
+            steps[j] = step;
+        }
+    }
+    // SAFETY: the instruction set is available (caller).
+    let zero = unsafe { V::splat(0.0) };
+    let (mut a, mut b) = ([zero; N], [zero; N]);
+    let base = line.as_mut_ptr();
+    let len = line.len();
+    let mut token = 0;
+    while token + token_len <= len {
+        for j in 0..N {
+            let (pa, pb) = from[j];
+            // SAFETY: vector `j` of the row, or of this token's section in the table
+            // (caller); the pointers only advance by whole sections of the table.
+            unsafe {
+                a[j] = V::load(pa.add(j * lanes));
+                b[j] = V::load(pb.add(j * lanes));
+            }
+            from[j] = (
+                pa.wrapping_byte_add(steps[j]),
+                pb.wrapping_byte_add(steps[j]),
+            );
+        }
+        let mut head = token;
+        while head + head_dim <= token + token_len {
+            // SAFETY: the head is floats `head .. head + d` of `line`.
+            unsafe {
+                let p = base.add(head);
+                match layout {
+                    Layout::Interleaved => interleaved_head_from_registers::<V, N>(p, &a, &b),
+                    Layout::Half => half_head_from_registers::<V, N>(p, &a, &b),
+                }
+            }
+            head += head_dim;
+        }
+        token += token_len;
+    }
+}
+
+/// Rotates by `segments` in registers when the heads allow it ([`rotate_in_registers`]),
+/// else from memory.
+///
+/// # Safety
+///
+/// As for [`rotate_segments`].
+#[inline(always)]
+unsafe fn rotate<V: Vector>(
+    x: &mut [f32],
+    head_dim: usize,
+    layout: Layout,
+    pairs: usize,
+    angles: Angles,
+) {
+    let vectors = match layout {
+        Layout::Interleaved => head_dim / V::LANES,
+        Layout::Half => pairs / V::LANES,
+    };
+    let exact = 2 * pairs == head_dim
+        && match layout {
+            Layout::Interleaved => head_dim.is_multiple_of(V::LANES),
+            Layout::Half => pairs.is_multiple_of(V::LANES),
+        };
+    macro_rules! registers {
+        ($($n:literal)*) => {
+            match vectors {
+                // SAFETY: the heads are exactly `n` vectors (checked above); the rest as the
+                // caller guarantees.
+                $($n if exact => unsafe {
+                    rotate_in_registers::<V, $n>(x, head_dim, layout, angles)
+                },)*
+                _ => {
+                    let (segments, count) = angles.segments(pairs);
+                    let segments = segments.get(..count).unwrap_or(&[]);
+                    // SAFETY: as the caller guarantees.
+                    unsafe { rotate_segments::<V>(x, head_dim, layout, pairs, segments) }
+                }
+            }
+        };
+    }
+    const _: () = assert!(REGISTER_VECTORS == 8);
+    registers!(1 2 3 4 5 6 7 8)
+}
+
+/// `[cos, sin]` of `α + β` for each pair of `a` and `b` into `out`, exactly as scalar forms
+/// it (`cα·cβ − sα·sβ`, `sα·cβ + cα·sβ`, no fused multiply-add).
+///
+/// # Safety
+///
+/// `V`'s instruction set is available; `out`, `a`, `b` have the same length.
+#[inline(always)]
+unsafe fn sum_entries<V: Vector>(out: &mut [[f32; 2]], a: &[[f32; 2]], b: &[[f32; 2]]) {
+    let n = out.len();
+    let (o, pa, pb) = (
+        out.as_mut_ptr().cast::<f32>(),
+        a.as_ptr().cast::<f32>(),
+        b.as_ptr().cast::<f32>(),
+    );
+    let lanes = V::LANES;
+    let mut k = 0;
+    while k + lanes / 2 <= n {
+        // SAFETY: the instruction set is available (caller); floats `2k .. 2k + lanes ≤ 2n`
+        // of all three.
+        unsafe {
+            let (va, vb) = (V::load(pa.add(2 * k)), V::load(pb.add(2 * k)));
+            // Even lanes: cα·cβ − sα·sβ; odd lanes: sα·cβ + cα·sβ.
+            let sum = va
+                .mul(vb.dup_even())
+                .addsub(va.swap_pairs().mul(vb.dup_odd()));
+            sum.store(o.add(2 * k));
+        }
+        k += lanes / 2;
+    }
+    for ((slot, &[ca, sa]), &[cb, sb]) in out.iter_mut().zip(a).zip(b).skip(k) {
+        *slot = [ca * cb - sa * sb, sa * cb + ca * sb];
+    }
+}
+
+/// RoPE-Mixed for one head whose pairs fill whole vectors: each vector's angle sums (as
+/// [`sum_entries`] forms them) go straight into the rotation — the arithmetic of
+/// [`prepare`] then [`rotate_segments`], without the trip through memory.
+///
+/// # Safety
+///
+/// `V`'s instruction set is available; `head` holds `2·pairs` floats (the half layout's
+/// second half at `head + pairs`), `a` and `b` `pairs` entries each; `pairs` is a multiple of
+/// `LANES / 2` (interleaved) or `LANES` (half).
+#[inline(always)]
+unsafe fn summed_head<V: Vector>(
+    head: *mut f32,
+    a: *const f32,
+    b: *const f32,
+    pairs: usize,
+    layout: Layout,
+    dir: Direction,
+) {
+    let lanes = V::LANES;
+    // SAFETY: the instruction set is available (caller); every access is inside the ranges
+    // the caller guarantees.
+    unsafe {
+        // A function, not a closure: a closure would not inline the intrinsics.
+        // Even lanes: cα·cβ − sα·sβ; odd lanes: sα·cβ + cα·sβ (each product rounded, then
+        // the sum: scalar's arithmetic).
+        #[inline(always)]
+        unsafe fn sum<V: Vector>(a: *const f32, b: *const f32) -> V {
+            // SAFETY: as for `summed_head`.
+            unsafe {
+                let (va, vb) = (V::load(a), V::load(b));
+                va.mul(vb.dup_even())
+                    .addsub(va.swap_pairs().mul(vb.dup_odd()))
+            }
+        }
+        match layout {
+            Layout::Interleaved => {
+                // `fmaddsub`/`fmsubadd` apply the sines' signs: the bits of `rotate_row`'s
+                // pre-signed sines (a multiplication by ±1 is exact).
+                #[inline(always)]
+                unsafe fn one<V: Vector>(p: *mut f32, s: V, dir: Direction) {
+                    // SAFETY: as for `summed_head`.
+                    unsafe {
+                        let x = V::load(p);
+                        let t = x.swap_pairs().mul(s.dup_odd());
+                        let out = match dir {
+                            Direction::Forward => x.fmaddsub(s.dup_even(), t),
+                            Direction::Inverse => x.fmsubadd(s.dup_even(), t),
+                        };
+                        out.store(p);
+                    }
+                }
+                let mut i = 0;
+                // Two vectors a step: independent chains in flight.
+                while i + 2 * lanes <= 2 * pairs {
+                    let s0 = sum::<V>(a.add(i), b.add(i));
+                    let s1 = sum::<V>(a.add(i + lanes), b.add(i + lanes));
+                    one(head.add(i), s0, dir);
+                    one(head.add(i + lanes), s1, dir);
+                    i += 2 * lanes;
+                }
+                if i < 2 * pairs {
+                    one(head.add(i), sum::<V>(a.add(i), b.add(i)), dir);
+                }
+            }
+            Layout::Half => {
+                let sign = V::splat(sine_sign(dir));
+                let hi = head.add(pairs);
+                let mut k = 0;
+                while k < pairs {
+                    let lo = sum::<V>(a.add(2 * k), b.add(2 * k));
+                    let hi_sum = sum::<V>(a.add(2 * k + lanes), b.add(2 * k + lanes));
+                    let (c, s) = V::deinterleave(lo, hi_sum);
+                    let s = s.mul(sign);
+                    let (x, y) = half(V::load(head.add(k)), V::load(hi.add(k)), c, s);
+                    x.store(head.add(k));
+                    y.store(hi.add(k));
+                    k += lanes;
+                }
+            }
+        }
+    }
+}
+
+impl<V: Vector> Kernel for Simd<V> {
+    const ROWS: bool = true;
+    const ROW_PAIRS: usize = ROW_PAIRS;
+    type Row = Row;
+
+    #[inline(always)]
+    fn prepare(
+        row: &mut Row,
+        pairing: Pairing,
+        dir: Direction,
+        first_pair: usize,
+        entries: &[[f32; 2]],
+    ) {
+        let room = pairing.pairs.min(ROW_PAIRS).saturating_sub(first_pair);
+        let entries = entries.get(..entries.len().min(room)).unwrap_or(&[]);
+        // SAFETY: `Simd<V>` only runs inside its arch file's `run`, which checked the
+        // instruction set; `first_pair + entries.len() ≤ ROW_PAIRS`.
+        unsafe { prepare::<V>(row, pairing.layout, dir, first_pair, entries) }
+    }
+
+    #[inline(always)]
+    fn rotate_row(x: &mut [f32], head_dim: usize, pairing: Pairing, row: &Row) {
+        let pairs = pairing.pairs.min(head_dim / 2).min(ROW_PAIRS);
+        if head_dim == 0 {
+            return;
+        }
+        let (a, b) = (row.a.as_ptr().cast(), row.b.as_ptr().cast());
+        let angles = Angles {
+            a,
+            b,
+            first: 0,
+            end: 0,
+            split: (a, b),
+        };
+        // SAFETY: as in `prepare`; `pairs ≤ ROW_PAIRS`, `2·pairs ≤ head_dim`; the row's
+        // first `2·pairs` floats and a vector of padding are initialised.
+        unsafe { rotate::<V>(x, head_dim, pairing.layout, pairs, angles) }
+    }
+
+    #[inline(always)]
+    fn splits(pairing: Pairing, first: usize, len: usize) -> bool {
+        let unit = match pairing.layout {
+            Layout::Interleaved => V::LANES / 2,
+            Layout::Half => V::LANES,
+        };
+        first.is_multiple_of(unit) && len.is_multiple_of(unit)
+    }
+
+    #[inline(always)]
+    fn rotate_line_split(
+        line: &mut [f32],
+        token_len: usize,
+        head_dim: usize,
+        pairing: Pairing,
+        row: &Row,
+        (first, len): (usize, usize),
+        table: &Row,
+    ) -> bool {
+        let pairs = pairing.pairs.min(head_dim / 2).min(ROW_PAIRS);
+        let end = first + len;
+        let tokens = line.len().checked_div(token_len).unwrap_or(0);
+        if head_dim == 0
+            || token_len == 0
+            || end > pairs
+            || tokens.saturating_mul(len) > ROW_PAIRS
+            || !Self::splits(pairing, first, len)
+        {
+            return false;
+        }
+        let layout = pairing.layout;
+        let scale = match layout {
+            Layout::Interleaved => 2,
+            Layout::Half => 1,
+        };
+        let (ra, rb) = (row.a.as_ptr().cast::<f32>(), row.b.as_ptr().cast::<f32>());
+        let (ta, tb) = (
+            table.a.as_ptr().cast::<f32>(),
+            table.b.as_ptr().cast::<f32>(),
+        );
+        // Token `t` reads the table's pairs `t·len ..` for pairs `first ..`: the table's
+        // arrays shifted so that index `scale·first` reads `scale·t·len`. The wrapping
+        // offsets are only dereferenced at indices inside the table.
+        let shifted = |t: usize| {
+            let shift = scale * t * len;
+            (
+                ta.wrapping_add(shift).wrapping_sub(scale * first),
+                tb.wrapping_add(shift).wrapping_sub(scale * first),
+            )
+        };
+        let vectors = match layout {
+            Layout::Interleaved => head_dim / V::LANES,
+            Layout::Half => pairs / V::LANES,
+        };
+        let exact = 2 * pairs == head_dim
+            && match layout {
+                Layout::Interleaved => head_dim.is_multiple_of(V::LANES),
+                Layout::Half => pairs.is_multiple_of(V::LANES),
+            };
+        macro_rules! registers {
+            ($($n:literal)*) => {
+                match vectors {
+                    // SAFETY: the instruction set is available (`Simd<V>` only runs inside
+                    // its arch file's `run`); the heads are exactly `n` vectors; the row's
+                    // first `2·pairs` floats and the table's first `2·tokens·len` (and a
+                    // vector of padding each) are initialised; `first` and `end` are
+                    // multiples of a vector (`splits`).
+                    $($n if exact => unsafe {
+                        line_in_registers::<V, $n>(
+                            line, token_len, head_dim, layout, (ra, rb), (first, end), shifted,
+                        )
+                    },)*
+                    _ => {
+                        for (t, token) in super::Tokens::new(line, token_len).enumerate() {
+                            let angles = Angles { a: ra, b: rb, first, end, split: shifted(t) };
+                            let (segments, count) = angles.segments(pairs);
+                            let segments = segments.get(..count).unwrap_or(&[]);
+                            // SAFETY: as above, from memory.
+                            unsafe { rotate_segments::<V>(token, head_dim, layout, pairs, segments) }
+                        }
+                    }
+                }
+            };
+        }
+        registers!(1 2 3 4 5 6 7 8);
+        true
+    }
+
+    #[inline(always)]
+    fn rotate_pairs(
+        x: &mut [f32],
+        head_dim: usize,
+        pairing: Pairing,
+        first_pair: usize,
+        angles: &[[f32; 2]],
+        dir: Direction,
+    ) {
+        // Runs past a row's reach (rotary dimensions above 512): the scalar loop.
+        <super::scalar::Scalar as Kernel>::rotate_pairs(
+            x, head_dim, pairing, first_pair, angles, dir,
+        );
+    }
+
+    #[inline(always)]
+    fn rotate_pairs_summed(
+        x: &mut [f32],
+        head_dim: usize,
+        pairing: Pairing,
+        a: &[[f32; 2]],
+        b: &[[f32; 2]],
+        dir: Direction,
+    ) {
+        let pairs = pairing.pairs.min(head_dim / 2);
+        if pairs == 0 || pairs > ROW_PAIRS {
+            return <super::scalar::Scalar as Kernel>::rotate_pairs_summed(
+                x, head_dim, pairing, a, b, dir,
+            );
+        }
+        let unit = match pairing.layout {
+            Layout::Interleaved => V::LANES / 2,
+            Layout::Half => V::LANES,
+        };
+        if pairs.is_multiple_of(unit) {
+            let (pa, pb) = (a.as_ptr().cast::<f32>(), b.as_ptr().cast::<f32>());
+            let base = x.as_mut_ptr();
+            let (mut head, mut entry) = (0, 0);
+            // Heads run while `x`, `a` and `b` all have room, like scalar's zip of chunks.
+            while head + head_dim <= x.len() && entry + pairs <= a.len().min(b.len()) {
+                // SAFETY: `Simd<V>` only runs inside its arch file's `run`, which checked the
+                // instruction set; the head's `2·pairs ≤ d` floats and `pairs` entries of `a`
+                // and `b` from `entry` are in range; `pairs` is a multiple of `unit`.
+                unsafe {
+                    summed_head::<V>(
+                        base.add(head),
+                        pa.add(2 * entry),
+                        pb.add(2 * entry),
+                        pairs,
+                        pairing.layout,
+                        dir,
+                    )
+                };
+                head += head_dim;
+                entry += pairs;
+            }
+            return;
+        }
+        let mut slot = MaybeUninit::uninit();
+        let row = <Row as super::RowBuffer>::init(&mut slot, pairs);
+        let mut sums = [[0f32; 2]; 64];
+        let heads = super::Tokens::new(x, head_dim);
+        for ((head, a), b) in heads.zip(a.chunks_exact(pairs)).zip(b.chunks_exact(pairs)) {
+            for (start, (a, b)) in a.chunks(64).zip(b.chunks(64)).enumerate() {
+                let sums = sums.get_mut(..a.len()).unwrap_or(&mut []);
+                // SAFETY: as in `prepare`; the three slices have `a.len()` entries.
+                unsafe { sum_entries::<V>(sums, a, b) };
+                Self::prepare(row, pairing, dir, 64 * start, sums);
+            }
+            Self::rotate_row(head, head_dim, pairing, row);
+        }
+    }
+}
+
+/// `llvm-mca` region markers (an assembly comment in the target's syntax) around `$body`.
+#[cfg(rope2d_mca)]
+macro_rules! mca_region {
+    ($name:literal, $body:expr) => {{
+        #[cfg(target_arch = "x86_64")]
+        macro_rules! mark {
+            ($what:literal) => {
+                concat!("# LLVM-MCA-", $what, " ", $name)
+            };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        macro_rules! mark {
+            ($what:literal) => {
+                concat!("// LLVM-MCA-", $what, " ", $name)
+            };
+        }
+        // An assembler comment: no instruction is emitted (used inside an `unsafe` block).
+        core::arch::asm!(mark!("BEGIN"), options(nomem, nostack, preserves_flags));
+        $body;
+        core::arch::asm!(mark!("END"), options(nomem, nostack, preserves_flags));
+    }};
+}
+
+/// The kernels' loop bodies between `llvm-mca` region markers, for `.ci/mca.sh`: compiled
+/// only with `--cfg rope2d_mca`, from each arch file's `mca` wrapper. A region is one
+/// iteration of a production loop — the same inlined functions ([`interleaved_step`],
+/// [`half_step`], [`interleaved_head_from_registers`], [`half_head_from_registers`]) — and
+/// its name ends in the vectors of floats it rotates (`_2v`), which the script turns into
+/// cycles per 16 floats. `stream` loads and stores as many bytes (a copy, `a` to `x`) with no
+/// arithmetic: the floor each form is compared with.
+///
+/// # Safety
+///
+/// `V`'s instruction set is available; `n + 4·LANES` floats readable and writable at `x` and
+/// readable at `a` and `b`.
+#[cfg(rope2d_mca)]
+#[inline(always)]
+pub(super) unsafe fn mca_regions<V: Vector>(x: *mut f32, a: *const f32, b: *const f32, n: usize) {
+    let lanes = V::LANES;
+    // SAFETY: floats `i .. i + 4·LANES` of each array, `i < n`, and the instruction set
+    // (caller); the region markers are assembler comments.
+    unsafe {
+        let mut i = 0;
+        while i < n {
+            mca_region!("stream_2v", {
+                let (x0, x1) = (V::load(a.add(i)), V::load(a.add(i + lanes)));
+                x0.store(x.add(i));
+                x1.store(x.add(i + lanes));
+            });
+            i += 2 * lanes;
+        }
+        i = 0;
+        while i < n {
+            mca_region!(
+                "interleaved_2v",
+                interleaved_step::<V>(x.add(i), a.add(i), b.add(i))
+            );
+            i += 2 * lanes;
+        }
+        i = 0;
+        while i < n {
+            mca_region!(
+                "half_2v",
+                half_step::<V>(x.add(i), x.add(i + lanes), a.add(i), b.add(i))
+            );
+            i += 2 * lanes;
+        }
+        let load4 = |p: *const f32| [0, 1, 2, 3].map(|j| V::load(p.add(j * lanes)));
+        let (ra, rb) = (load4(a), load4(b));
+        i = 0;
+        while i < n {
+            mca_region!(
+                "interleaved_registers_4v",
+                interleaved_head_from_registers::<V, 4>(x.add(i), &ra, &rb)
+            );
+            i += 4 * lanes;
+        }
+        let (ra, rb) = ([ra[0], ra[1]], [rb[0], rb[1]]);
+        i = 0;
+        while i < n {
+            mca_region!(
+                "half_registers_4v",
+                half_head_from_registers::<V, 2>(x.add(i), &ra, &rb)
+            );
+            i += 4 * lanes;
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! x86_64 CPU detection without `std`: CPUID and XGETBV (the OS must save the AVX and AVX-512
+//! register state, not only the CPU have the instructions), read once and cached in an
+//! atomic.
+//!
+//! `core::arch` directly rather than a crate (`cpufeatures`, or std's
+//! `is_x86_feature_detected!`): three CPUID leaves and one XGETBV are all the backends need,
+//! and this way the answer is the same with and without `std` and costs no dependency.
+
+use core::sync::atomic::{AtomicU8, Ordering};
+
+/// The CPU has AVX2 and FMA, and the OS saves the YMM state.
+pub(crate) const AVX2_FMA: u8 = 1 << 0;
+/// The CPU has AVX-512F, and the OS saves the ZMM and opmask state (on top of [`AVX2_FMA`]).
+pub(crate) const AVX512F: u8 = 1 << 1;
+/// The cache holds an answer.
+const KNOWN: u8 = 1 << 7;
+
+static FEATURES: AtomicU8 = AtomicU8::new(0);
+
+/// The features of [`AVX2_FMA`] and [`AVX512F`] this CPU and OS support, detected on the
+/// first call.
+#[inline]
+pub(crate) fn features() -> u8 {
+    let cached = FEATURES.load(Ordering::Relaxed);
+    if cached & KNOWN != 0 {
+        return cached;
+    }
+    let detected = detect() | KNOWN;
+    // Racing first calls store the same value.
+    FEATURES.store(detected, Ordering::Relaxed);
+    detected
+}
+
+/// Under Miri, which does not implement CPUID: the build's target features.
+#[cfg(miri)]
+fn detect() -> u8 {
+    let mut features = 0;
+    if cfg!(all(target_feature = "avx2", target_feature = "fma")) {
+        features |= AVX2_FMA;
+        if cfg!(target_feature = "avx512f") {
+            features |= AVX512F;
+        }
+    }
+    features
+}
+
+#[cfg(not(miri))]
+#[cold]
+// `__cpuid_count` became a safe function in Rust 1.90; the `unsafe` blocks keep the MSRV.
+#[allow(unused_unsafe)]
+fn detect() -> u8 {
+    use core::arch::x86_64::__cpuid_count;
+
+    // SAFETY: CPUID exists on every x86_64 CPU; leaf 0 reports the highest standard leaf.
+    let max_leaf = unsafe { __cpuid_count(0, 0) }.eax;
+    if max_leaf < 7 {
+        return 0;
+    }
+    // SAFETY: leaves 1 and 7 are at most the highest standard leaf (checked above).
+    let (leaf1, leaf7) = unsafe { (__cpuid_count(1, 0), __cpuid_count(7, 0)) };
+    let osxsave = leaf1.ecx & (1 << 27) != 0;
+    let avx = leaf1.ecx & (1 << 28) != 0;
+    let fma = leaf1.ecx & (1 << 12) != 0;
+    let avx2 = leaf7.ebx & (1 << 5) != 0;
+    let avx512f = leaf7.ebx & (1 << 16) != 0;
+    if !(osxsave && avx) {
+        return 0;
+    }
+    // SAFETY: OSXSAVE is set, so XGETBV is available and enabled by the OS.
+    let xcr0 = unsafe { xcr0() };
+    // XMM and YMM state (bits 1, 2); opmask, upper ZMM and high ZMM state (bits 5, 6, 7).
+    let ymm = xcr0 & 0b110 == 0b110;
+    let zmm = xcr0 & 0b1110_0000 == 0b1110_0000;
+    let mut features = 0;
+    if ymm && avx2 && fma {
+        features |= AVX2_FMA;
+        if zmm && avx512f {
+            features |= AVX512F;
+        }
+    }
+    features
+}
+
+/// XCR0, the register-state components the OS saves.
+///
+/// # Safety
+///
+/// The CPU must report OSXSAVE (CPUID leaf 1, ECX bit 27).
+#[cfg(not(miri))]
+#[target_feature(enable = "xsave")]
+unsafe fn xcr0() -> u64 {
+    // SAFETY: XGETBV is available (the caller checked OSXSAVE); register 0 always exists.
+    unsafe { core::arch::x86_64::_xgetbv(0) }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+
+    /// The detection agrees with std's.
+    #[test]
+    fn matches_std_detection() {
+        let f = features();
+        assert!(f & KNOWN != 0);
+        if cfg!(miri) {
+            return;
+        }
+        let std_avx2 =
+            std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma");
+        assert_eq!(f & AVX2_FMA != 0, std_avx2);
+        let std_avx512 = std_avx2 && std::is_x86_feature_detected!("avx512f");
+        assert_eq!(f & AVX512F != 0, std_avx512);
+        // Cached: the same answer again.
+        assert_eq!(features(), f);
+    }
+}

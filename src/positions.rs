@@ -1,0 +1,571 @@
+//! Token positions: the orders models put their tokens in, generated without storage, and
+//! explicit lists.
+//!
+//! A buffer's tokens after its unrotated prefix are at the positions a [`Positions`] value
+//! describes, one `[u32; A]` per token (coordinates in the spec's axis order):
+//!
+//! - [`Grid`]: every position of a grid, row-major (the last axis fastest) — a 2-D patch
+//!   grid, a video frame-major then row-major, 1-D positions `0 .. n`;
+//! - [`Run`]: `start, start + step, start + 2·step, …` — 1-D text from any position, text
+//!   tokens of M-RoPE (every axis steps by 1), or repeats of one position (`step` 0);
+//! - `&[[u32; A]]`: one explicit position per token (patch dropping, any order);
+//! - `&[Piece<A>]`: pieces of these one after the other (FLUX's text then image tokens,
+//!   M-RoPE's text + image + text), and [`Piece::Windows`], Qwen2-VL's 2×2 merge-window order.
+//!
+//! [`preset`](crate::preset) builds the pieces of the families that need them.
+
+#![forbid(unsafe_code)]
+
+use crate::error::Error;
+
+/// Every position of a grid of `extents` from `origin`, row-major: the last axis fastest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Grid<const A: usize> {
+    /// The first position.
+    pub origin: [u32; A],
+    /// Cells per axis.
+    pub extents: [usize; A],
+}
+
+impl<const A: usize> Grid<A> {
+    /// The grid of `extents` from the origin (every coordinate 0).
+    pub const fn new(extents: [usize; A]) -> Self {
+        Self {
+            origin: [0; A],
+            extents,
+        }
+    }
+
+    /// The same grid starting at `origin`.
+    pub const fn at(self, origin: [u32; A]) -> Self {
+        Self { origin, ..self }
+    }
+
+    /// `Π extents`, or `None` on overflow.
+    pub const fn tokens(&self) -> Option<usize> {
+        let mut n = 1usize;
+        let mut a = 0;
+        while a < A {
+            n = match n.checked_mul(self.extents[a]) {
+                Some(n) => n,
+                None => return None,
+            };
+            a += 1;
+        }
+        Some(n)
+    }
+}
+
+/// Positions `start + t · step` for tokens `t = 0, 1, …`, as many as the buffer holds (or
+/// `count` in a [`Piece`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Run<const A: usize> {
+    /// The first position.
+    pub start: [u32; A],
+    /// The step per token on each axis.
+    pub step: [u32; A],
+}
+
+impl<const A: usize> Run<A> {
+    /// `start, start + 1, …` on every axis: 1-D text from position `start[0]`, or text
+    /// tokens of M-RoPE (all axes equal).
+    pub const fn from(start: [u32; A]) -> Self {
+        Self {
+            start,
+            step: [1; A],
+        }
+    }
+
+    /// Every token at `position` (FLUX's text tokens at `(0, 0, 0)`).
+    pub const fn repeat(position: [u32; A]) -> Self {
+        Self {
+            start: position,
+            step: [0; A],
+        }
+    }
+}
+
+/// One piece of a sequence of tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Piece<const A: usize> {
+    /// `count` tokens of a [`Run`].
+    Run {
+        /// The run.
+        run: Run<A>,
+        /// Tokens.
+        count: usize,
+    },
+    /// A [`Grid`], walked `repeat` times (SAM 2's memory keys repeat one frame's grid).
+    Grid {
+        /// The grid.
+        grid: Grid<A>,
+        /// How many times; 1 for once.
+        repeat: usize,
+    },
+    /// A grid whose last two axes are walked in `window × window` blocks (Qwen2-VL's
+    /// vision tower, window 2): blocks row-major, cells row-major within each block (blocks
+    /// at the far edges are clipped when the extents are not multiples of the window), the
+    /// other axes outermost; the whole walk `repeat` times (once per video frame when the
+    /// spec has only the two spatial axes).
+    Windows {
+        /// The grid.
+        grid: Grid<A>,
+        /// The block side; at least 1.
+        window: usize,
+        /// How many times; 1 for once.
+        repeat: usize,
+    },
+}
+
+/// Where a buffer's tokens are: [`Grid`], [`Run`], `&[[u32; A]]` or `&[Piece<A>]`. Sealed.
+pub trait Positions<const A: usize>: sealed::PositionsImpl<A> {}
+
+impl<const A: usize> Positions<A> for Grid<A> {}
+impl<const A: usize> Positions<A> for Run<A> {}
+impl<const A: usize> Positions<A> for &[[u32; A]] {}
+impl<const A: usize> Positions<A> for &[Piece<A>] {}
+
+/// The positions as data the crate's loops match on (the match folds away per type).
+#[derive(Clone, Copy, Debug)]
+pub enum Order<'p, const A: usize> {
+    Grid(Grid<A>),
+    Run(Run<A>),
+    List(&'p [[u32; A]]),
+    Pieces(&'p [Piece<A>]),
+}
+
+pub(crate) mod sealed {
+    use super::*;
+
+    /// The positions' description for the crate's loops.
+    pub trait PositionsImpl<const A: usize>: Copy {
+        /// The positions as data.
+        fn order(&self) -> Order<'_, A>;
+    }
+
+    impl<const A: usize> PositionsImpl<A> for Grid<A> {
+        #[inline(always)]
+        fn order(&self) -> Order<'_, A> {
+            Order::Grid(*self)
+        }
+    }
+    impl<const A: usize> PositionsImpl<A> for Run<A> {
+        #[inline(always)]
+        fn order(&self) -> Order<'_, A> {
+            Order::Run(*self)
+        }
+    }
+    impl<const A: usize> PositionsImpl<A> for &[[u32; A]] {
+        #[inline(always)]
+        fn order(&self) -> Order<'_, A> {
+            Order::List(self)
+        }
+    }
+    impl<const A: usize> PositionsImpl<A> for &[Piece<A>] {
+        #[inline(always)]
+        fn order(&self) -> Order<'_, A> {
+            Order::Pieces(self)
+        }
+    }
+}
+
+/// The largest coordinate on each axis of `count > 0` tokens of `run`, or the first axis
+/// where it passes `u32::MAX`.
+fn run_max<const A: usize>(run: &Run<A>, count: usize) -> Result<[u64; A], usize> {
+    let mut max = [0u64; A];
+    let last = count.saturating_sub(1) as u64;
+    for (a, m) in max.iter_mut().enumerate() {
+        let value = u64::from(run.start[a]) + u64::from(run.step[a]) * last;
+        if value > u64::from(u32::MAX) {
+            return Err(a);
+        }
+        *m = value;
+    }
+    Ok(max)
+}
+
+/// The largest coordinate on each axis of a non-empty grid, or the first axis past `u32::MAX`.
+fn grid_max<const A: usize>(grid: &Grid<A>) -> Result<[u64; A], usize> {
+    let mut max = [0u64; A];
+    for (a, m) in max.iter_mut().enumerate() {
+        let value = u64::from(grid.origin[a]) + grid.extents[a].saturating_sub(1) as u64;
+        if value > u64::from(u32::MAX) {
+            return Err(a);
+        }
+        *m = value;
+    }
+    Ok(max)
+}
+
+impl<'p, const A: usize> Order<'p, A> {
+    /// Tokens the positions describe; `None` for a bare [`Run`] (as many as the buffer has).
+    #[inline(always)]
+    pub(crate) fn tokens(self) -> Result<Option<usize>, Error> {
+        let grid_tokens = |grid: &Grid<A>, repeat: usize| {
+            grid.tokens()
+                .and_then(|n| n.checked_mul(repeat))
+                .ok_or(Error::ShapeOverflow)
+        };
+        Ok(match self {
+            Order::Grid(grid) => Some(grid_tokens(&grid, 1)?),
+            Order::Run(_) => None,
+            Order::List(list) => Some(list.len()),
+            Order::Pieces(pieces) => {
+                let mut total = 0usize;
+                for piece in pieces {
+                    let n = match piece {
+                        Piece::Run { count, .. } => *count,
+                        Piece::Grid { grid, repeat } | Piece::Windows { grid, repeat, .. } => {
+                            grid_tokens(grid, *repeat)?
+                        }
+                    };
+                    total = total.checked_add(n).ok_or(Error::ShapeOverflow)?;
+                }
+                Some(total)
+            }
+        })
+    }
+
+    /// Checks that `count` tokens of these positions have every coordinate on each axis `a`
+    /// below `limits[a]` (a table's extents; `u32::MAX + 1` without a table).
+    #[inline(always)]
+    pub(crate) fn check(self, count: usize, limits: [u64; A]) -> Result<(), Error> {
+        let out_of_range = |axis: usize, value: u64| Error::PositionOutOfRange {
+            axis,
+            value,
+            extent: usize::try_from(limits[axis]).unwrap_or(usize::MAX),
+        };
+        let check_max = |max: Result<[u64; A], usize>| match max {
+            Err(axis) => Err(out_of_range(axis, u64::from(u32::MAX) + 1)),
+            Ok(max) => match (0..A).find(|&a| max[a] >= limits[a]) {
+                Some(a) => Err(out_of_range(a, max[a])),
+                None => Ok(()),
+            },
+        };
+        let windows_ok = |window: usize| {
+            if window == 0 {
+                Err(Error::EmptyTable)
+            } else {
+                Ok(())
+            }
+        };
+        match self {
+            Order::Grid(grid) if count > 0 => check_max(grid_max(&grid)),
+            Order::Run(run) if count > 0 => check_max(run_max(&run, count)),
+            Order::List(list) => {
+                for position in list {
+                    if let Some(a) = (0..A).find(|&a| u64::from(position[a]) >= limits[a]) {
+                        return Err(out_of_range(a, u64::from(position[a])));
+                    }
+                }
+                Ok(())
+            }
+            Order::Pieces(pieces) => {
+                for piece in pieces {
+                    match piece {
+                        Piece::Run { run, count } if *count > 0 => check_max(run_max(run, *count))?,
+                        Piece::Grid { grid, repeat } if *repeat > 0 && grid.tokens() != Some(0) => {
+                            check_max(grid_max(grid))?
+                        }
+                        Piece::Windows {
+                            grid,
+                            window,
+                            repeat,
+                        } => {
+                            windows_ok(*window)?;
+                            if *repeat > 0 && grid.tokens() != Some(0) {
+                                check_max(grid_max(grid))?
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The positions of the tokens, in order (`Run` without end).
+    #[inline(always)]
+    pub(crate) fn iter(self) -> PositionIter<'p, A> {
+        PositionIter {
+            order: self,
+            piece: 0,
+            state: State::Start,
+        }
+    }
+}
+
+/// The positions of consecutive tokens. A state machine rather than closures or nested
+/// iterators: a closure would be a separate function without the caller's
+/// `#[target_feature]`s, and an arch kernel's intrinsics would not inline into it.
+pub(crate) struct PositionIter<'p, const A: usize> {
+    order: Order<'p, A>,
+    piece: usize,
+    state: State<A>,
+}
+
+#[derive(Clone, Copy)]
+enum State<const A: usize> {
+    /// Before the current piece.
+    Start,
+    /// At entry `index` of a list.
+    List {
+        index: usize,
+    },
+    /// `left` more tokens of a run, the next at `next`.
+    Run {
+        next: [u32; A],
+        step: [u32; A],
+        left: usize,
+    },
+    /// Walking a grid: `index` is the next cell, row-major over `extents` (window order
+    /// when `window > 1`), `left` tokens to go in all repeats.
+    Grid {
+        grid: Grid<A>,
+        window: usize,
+        index: usize,
+        cells: usize,
+        left: usize,
+    },
+    Done,
+}
+
+impl<const A: usize> PositionIter<'_, A> {
+    /// Sets up piece `self.piece` (or the whole order); `Done` past the end.
+    #[inline(always)]
+    fn start(&mut self) {
+        let piece = match self.order {
+            Order::List(_) if self.piece == 0 => {
+                self.piece = 1;
+                self.state = State::List { index: 0 };
+                return;
+            }
+            Order::Grid(grid) if self.piece == 0 => Piece::Grid { grid, repeat: 1 },
+            Order::Run(run) if self.piece == 0 => Piece::Run {
+                run,
+                count: usize::MAX,
+            },
+            Order::Pieces(pieces) => match pieces.get(self.piece) {
+                Some(&piece) => piece,
+                None => {
+                    self.state = State::Done;
+                    return;
+                }
+            },
+            _ => {
+                self.state = State::Done;
+                return;
+            }
+        };
+        self.piece += 1;
+        self.state = match piece {
+            Piece::Run { run, count } => State::Run {
+                next: run.start,
+                step: run.step,
+                left: count,
+            },
+            Piece::Grid { grid, repeat } => grid_state(grid, 1, repeat),
+            Piece::Windows {
+                grid,
+                window,
+                repeat,
+            } => grid_state(grid, window.max(1), repeat),
+        };
+    }
+}
+
+fn grid_state<const A: usize>(grid: Grid<A>, window: usize, repeat: usize) -> State<A> {
+    let cells = grid.tokens().unwrap_or(0);
+    State::Grid {
+        grid,
+        window,
+        index: 0,
+        cells,
+        left: cells.saturating_mul(repeat),
+    }
+}
+
+/// Position of cell `index` of `grid` in row-major order, or in `window × window` blocks over
+/// the last two axes. (Divisions are checked: an empty extent yields its origin, never a
+/// panic, though the iterator never asks for a cell of an empty grid.)
+#[inline(always)]
+fn grid_cell<const A: usize>(grid: &Grid<A>, window: usize, mut index: usize) -> [u32; A] {
+    let div = |a: usize, b: usize| a.checked_div(b).unwrap_or(0);
+    let rem = |a: usize, b: usize| a.checked_rem(b).unwrap_or(0);
+    let mut position = grid.origin;
+    let mut spatial = 0;
+    if window > 1 && A >= 2 {
+        let (rows, cols) = (grid.extents[A - 2], grid.extents[A - 1]);
+        let plane = rows * cols;
+        let (outer, mut within) = (div(index, plane), rem(index, plane));
+        // Bands of `window` rows: whole bands hold `window · cols` cells.
+        let band = window * cols;
+        let band_row = div(within, band) * window;
+        within = rem(within, band);
+        let band_rows = window.min(rows.saturating_sub(band_row));
+        let block_cells = window * band_rows;
+        let block_col = div(within, block_cells) * window;
+        let in_block = rem(within, block_cells);
+        let block_cols = window.min(cols.saturating_sub(block_col));
+        position[A - 2] += (band_row + div(in_block, block_cols)) as u32;
+        position[A - 1] += (block_col + rem(in_block, block_cols)) as u32;
+        index = outer;
+        spatial = 2;
+    }
+    for a in (0..A - spatial).rev() {
+        let n = grid.extents[a];
+        position[a] += rem(index, n) as u32;
+        index = div(index, n);
+    }
+    position
+}
+
+impl<const A: usize> Iterator for PositionIter<'_, A> {
+    type Item = [u32; A];
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<[u32; A]> {
+        loop {
+            match &mut self.state {
+                State::Start => self.start(),
+                State::Done => return None,
+                State::List { index } => {
+                    let Order::List(list) = self.order else {
+                        return None;
+                    };
+                    let position = list.get(*index).copied();
+                    *index += 1;
+                    return position;
+                }
+                State::Run { next, step, left } => {
+                    if *left == 0 {
+                        self.state = State::Start;
+                        continue;
+                    }
+                    *left -= 1;
+                    let position = *next;
+                    for a in 0..A {
+                        next[a] = next[a].wrapping_add(step[a]);
+                    }
+                    return Some(position);
+                }
+                State::Grid {
+                    grid,
+                    window,
+                    index,
+                    cells,
+                    left,
+                } => {
+                    if *left == 0 {
+                        self.state = State::Start;
+                        continue;
+                    }
+                    *left -= 1;
+                    let position = grid_cell(grid, *window, *index);
+                    *index += 1;
+                    if *index == *cells {
+                        *index = 0;
+                    }
+                    return Some(position);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::vec::Vec;
+
+    fn collect<const A: usize>(order: Order<'_, A>, n: usize) -> Vec<[u32; A]> {
+        order.iter().take(n).collect()
+    }
+
+    #[test]
+    fn grid_is_row_major() {
+        let got = collect(Order::Grid(Grid::new([2, 3])), 10);
+        assert_eq!(got, [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]);
+        let video = collect(Order::Grid(Grid::new([2, 1, 2]).at([5, 0, 1])), 10);
+        assert_eq!(video, [[5, 0, 1], [5, 0, 2], [6, 0, 1], [6, 0, 2]]);
+    }
+
+    #[test]
+    fn windows_follow_qwen2_vl_order() {
+        // hpos.reshape(h/2, 2, w/2, 2).permute(0, 2, 1, 3).flatten(), for h = 4, w = 6.
+        let (h, w, m) = (4usize, 6usize, 2usize);
+        let mut want = Vec::new();
+        for bh in 0..h / m {
+            for bw in 0..w / m {
+                for ih in 0..m {
+                    for iw in 0..m {
+                        want.push([(bh * m + ih) as u32, (bw * m + iw) as u32]);
+                    }
+                }
+            }
+        }
+        want.extend(want.clone());
+        let pieces = [Piece::Windows {
+            grid: Grid::new([h, w]),
+            window: m,
+            repeat: 2,
+        }];
+        assert_eq!(collect(Order::Pieces(&pieces), 100), want);
+        // Clipped windows visit every cell once.
+        let odd = [Piece::Windows {
+            grid: Grid::new([3, 5]),
+            window: 2,
+            repeat: 1,
+        }];
+        let mut cells = collect(Order::Pieces(&odd), 100);
+        assert_eq!(cells.len(), 15);
+        cells.sort();
+        cells.dedup();
+        assert_eq!(cells.len(), 15);
+    }
+
+    #[test]
+    fn pieces_counts_and_checks() {
+        let pieces = [
+            Piece::Run {
+                run: Run::repeat([0, 0, 0]),
+                count: 2,
+            },
+            Piece::Grid {
+                grid: Grid::new([1, 2, 2]),
+                repeat: 1,
+            },
+        ];
+        let order = Order::Pieces(&pieces);
+        assert_eq!(order.tokens().unwrap(), Some(6));
+        assert_eq!(
+            collect(order, 10),
+            [
+                [0, 0, 0],
+                [0, 0, 0],
+                [0, 0, 0],
+                [0, 0, 1],
+                [0, 1, 0],
+                [0, 1, 1]
+            ]
+        );
+        assert!(order.check(6, [1, 2, 2]).is_ok());
+        assert_eq!(
+            order.check(6, [1, 1, 2]),
+            Err(Error::PositionOutOfRange {
+                axis: 1,
+                value: 1,
+                extent: 1
+            })
+        );
+        let run = Order::Run(Run::from([u32::MAX - 1]));
+        assert!(run.check(2, [1 << 32]).is_ok());
+        assert!(run.check(3, [1 << 32]).is_err());
+    }
+}

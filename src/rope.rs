@@ -1,0 +1,588 @@
+//! The one public API shape of every convention: [`Rope`], over per-axis tables
+//! ([`Table`], [`FixedTable`]) or computed angles ([`Direct`]).
+
+#![forbid(unsafe_code)]
+
+use core::fmt;
+
+use crate::apply;
+use crate::backend::{
+    Backend, Computed, ComputedFreqs, IntegerCoords, Job, Pairing, RealCoords, Tables,
+};
+use crate::config::{Coords, Direction, Layout, Shape};
+use crate::error::Error;
+use crate::freq::{self, PairFreqs};
+use crate::positions::{Order, Positions};
+use crate::spec::{Assign, Freqs, Plan, Run, Sections, Spec};
+
+/// Rotation of `[tokens][heads][head_dim]` buffers by a [`Spec`], with angles from `S`:
+/// per-axis tables ([`Table`], the usual form) or computed per token ([`Direct`]). Every
+/// convention has this one API: [`rotate`](Self::rotate) (tokens in a generated order, see
+/// [`Positions`]), [`rotate_at`](Self::rotate_at) (explicit positions),
+/// [`rotate_qk`](Self::rotate_qk), [`rotate_head`](Self::rotate_head), an unrotated prefix
+/// ([`Shape::prefix`]) and either [`Direction`].
+///
+/// Every rotation checks its whole input first: on `Err` no buffer has been written.
+#[derive(Clone, Copy)]
+pub struct Rope<const A: usize, S> {
+    head_dim: usize,
+    pairing: Pairing,
+    backend: Backend,
+    source: S,
+}
+
+/// Rotation by per-axis tables in caller storage: axis `a`'s table holds one row of
+/// `[cos, sin]` entries per coordinate `0 .. extents[a]`, covering the pairs that axis
+/// rotates (`Σ extents[a] · pairs on a` entries in all, [`Table::storage_len`]). Build it
+/// with [`Table::build`], or own the storage with [`FixedTable`].
+pub type Table<'a, const A: usize, P = Sections<A>> = Rope<A, TableAngles<'a, A, P>>;
+
+/// Rotation without a table: each token's `[cos, sin]` entries computed from its coordinates
+/// (one exact phase reduction and sin/cos per pair per token), for integer positions of any
+/// size and for real-valued coordinates ([`Direct::rotate_coords`]). Coordinates are used as
+/// they are: the spec's [`Coords`] must all be [`Coords::Index`].
+pub type Direct<'f, const A: usize, P = Sections<A>> = Rope<A, DirectAngles<'f, A, P>>;
+
+/// Where a [`Table`]'s angles come from: the per-axis tables.
+#[derive(Clone, Copy, Debug)]
+pub struct TableAngles<'a, const A: usize, P> {
+    tables: [&'a [[f32; 2]]; A],
+    widths: [usize; A],
+    extents: [usize; A],
+    /// A sections plan's runs, `run_count` of them (none for other plans).
+    runs: [Run; A],
+    run_count: usize,
+    plan: P,
+}
+
+impl<'a, const A: usize, P: Plan<A>> TableAngles<'a, A, P> {
+    /// The source over `tables`, with the plan's runs worked out once: in pair order, except
+    /// that the last axis' run goes last (the one that varies along a grid line; runs cover
+    /// disjoint pairs, so their order does not change a result).
+    #[inline(always)]
+    fn new(tables: [&'a [[f32; 2]]; A], widths: [usize; A], extents: [usize; A], plan: P) -> Self {
+        let (mut runs, run_count) = plan.assign().runs::<A>().unwrap_or(([Run::EMPTY; A], 0));
+        let mut j = 0;
+        while j + 1 < run_count {
+            // Bubble the last axis' run to the end.
+            if runs[j].axis + 1 == A {
+                runs.swap(j, j + 1);
+            }
+            j += 1;
+        }
+        Self {
+            tables,
+            widths,
+            extents,
+            runs,
+            run_count,
+            plan,
+        }
+    }
+}
+
+/// Where a [`Direct`]'s angles come from: the frequencies, evaluated per token.
+#[derive(Clone, Copy, Debug)]
+pub struct DirectAngles<'f, const A: usize, P> {
+    plan: P,
+    freqs: ComputedFreqs<'f, A>,
+    mscale: f32,
+}
+
+/// The angle sources of [`Rope`]: [`TableAngles`] and [`DirectAngles`]. Sealed.
+pub trait Source<const A: usize>: sealed::SourceImpl<A> {}
+
+impl<const A: usize, P: Plan<A>> Source<A> for TableAngles<'_, A, P> {}
+impl<const A: usize, P: Plan<A>> Source<A> for DirectAngles<'_, A, P> {}
+
+mod sealed {
+    use super::*;
+
+    /// What [`Rope`] needs of its source.
+    pub trait SourceImpl<const A: usize>: Copy {
+        /// Coordinates must be below these, per axis.
+        fn limits(&self) -> [u64; A];
+        /// The heads a buffer must have (RoPE-Mixed's learned frequencies), if fixed.
+        fn heads(&self) -> Option<usize>;
+        /// Runs a validated job.
+        fn run<Po: Positions<A>>(&self, backend: Backend, job: Job<'_, ()>, positions: Po);
+    }
+}
+
+impl<const A: usize, P: Plan<A>> sealed::SourceImpl<A> for TableAngles<'_, A, P> {
+    fn limits(&self) -> [u64; A] {
+        self.extents.map(|n| n as u64)
+    }
+
+    fn heads(&self) -> Option<usize> {
+        summed_heads(self.plan.assign())
+    }
+
+    #[inline(never)]
+    fn run<Po: Positions<A>>(&self, backend: Backend, job: Job<'_, ()>, positions: Po) {
+        backend.run(job.with(Tables {
+            tables: self.tables,
+            widths: self.widths,
+            runs: self.runs.get(..self.run_count).unwrap_or(&[]),
+            plan: self.plan,
+            positions,
+        }));
+    }
+}
+
+impl<const A: usize, P: Plan<A>> sealed::SourceImpl<A> for DirectAngles<'_, A, P> {
+    fn limits(&self) -> [u64; A] {
+        [1 << 32; A]
+    }
+
+    fn heads(&self) -> Option<usize> {
+        summed_heads(self.plan.assign())
+    }
+
+    #[inline(never)]
+    fn run<Po: Positions<A>>(&self, backend: Backend, job: Job<'_, ()>, positions: Po) {
+        backend.run(job.with(Computed {
+            plan: self.plan,
+            freqs: self.freqs,
+            mscale: self.mscale,
+            coords: IntegerCoords(positions),
+        }));
+    }
+}
+
+fn summed_heads<const A: usize>(assign: Assign<'_, A>) -> Option<usize> {
+    match assign {
+        Assign::Summed(s) => Some(s.heads),
+        _ => None,
+    }
+}
+
+impl<const A: usize, S> fmt::Debug for Rope<A, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Rope")
+            .field("axes", &A)
+            .field("head_dim", &self.head_dim)
+            .field("pairs", &self.pairing.pairs)
+            .field("layout", &self.pairing.layout)
+            .field("backend", &self.backend)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<const A: usize, S: Source<A>> Rope<A, S> {
+    /// The same rotation on `backend`. Error: [`Error::BackendUnavailable`].
+    pub fn with_backend(self, backend: Backend) -> Result<Self, Error> {
+        Ok(Self {
+            backend: apply::check_backend(backend)?,
+            ..self
+        })
+    }
+
+    /// The backend rotations run on ([`Backend::auto`] unless chosen).
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The length of one head vector.
+    pub fn head_dim(&self) -> usize {
+        self.head_dim
+    }
+
+    /// Rotated pairs per head (the rotary dimension is twice this).
+    pub fn pairs(&self) -> usize {
+        self.pairing.pairs
+    }
+
+    /// Which elements pair up.
+    pub fn layout(&self) -> Layout {
+        self.pairing.layout
+    }
+
+    /// Checks a buffer of `len` values and returns its job (prefix split off). Out of line:
+    /// one copy serves `rotate_qk`'s two buffers.
+    #[inline(never)]
+    fn job<'x, Po: Positions<A>>(
+        &self,
+        x: &'x mut [f32],
+        shape: Shape,
+        positions: &Po,
+        dir: Direction,
+    ) -> Result<Job<'x, ()>, Error> {
+        if let Some(heads) = self.source.heads()
+            && heads != shape.heads
+        {
+            return Err(Error::HeadCount {
+                expected: heads,
+                actual: shape.heads,
+            });
+        }
+        let order: Order<'_, A> = positions.order();
+        let (rotated, token_len) = apply::split_tokens(x, shape, self.head_dim, order.tokens()?)?;
+        let count = rotated.len().checked_div(token_len).unwrap_or(0);
+        order.check(count, self.source.limits())?;
+        Ok(Job {
+            x: rotated,
+            token_len,
+            head_dim: self.head_dim,
+            pairing: self.pairing,
+            dir,
+            angles: (),
+        })
+    }
+
+    /// Rotates a `[tokens][heads][head_dim]` buffer whose tokens after `shape.prefix` are at
+    /// `positions` ([`Grid`](crate::Grid), [`Run`](crate::Run), a `&[[u32; A]]` list or
+    /// `&[Piece<A>]`).
+    ///
+    /// Errors: [`Error::ZeroHeads`], [`Error::BufferLength`], [`Error::TokenCount`] (the
+    /// buffer must hold `prefix` plus as many tokens as the positions describe; a bare
+    /// [`Run`](crate::Run) takes all of them), [`Error::PositionOutOfRange`] (a coordinate
+    /// past a table's extent, or past `u32::MAX`), [`Error::HeadCount`] (RoPE-Mixed),
+    /// [`Error::ShapeOverflow`].
+    pub fn rotate<Po: Positions<A>>(
+        &self,
+        x: &mut [f32],
+        shape: Shape,
+        positions: Po,
+        dir: Direction,
+    ) -> Result<(), Error> {
+        let job = self.job(x, shape, &positions, dir)?;
+        self.source.run(self.backend, job, positions);
+        Ok(())
+    }
+
+    /// [`rotate`](Self::rotate) with one explicit position per token (patch dropping, any
+    /// order).
+    pub fn rotate_at(
+        &self,
+        x: &mut [f32],
+        shape: Shape,
+        positions: &[[u32; A]],
+        dir: Direction,
+    ) -> Result<(), Error> {
+        self.rotate(x, shape, positions, dir)
+    }
+
+    /// [`rotate`](Self::rotate) for queries and keys of the same shape and positions;
+    /// neither is touched unless both are valid. (With grouped-query attention, call
+    /// `rotate` once for each.)
+    pub fn rotate_qk<Po: Positions<A>>(
+        &self,
+        q: &mut [f32],
+        k: &mut [f32],
+        shape: Shape,
+        positions: Po,
+        dir: Direction,
+    ) -> Result<(), Error> {
+        let q = self.job(q, shape, &positions, dir)?;
+        let k = self.job(k, shape, &positions, dir)?;
+        self.source.run(self.backend, q, positions);
+        self.source.run(self.backend, k, positions);
+        Ok(())
+    }
+
+    /// Rotates one head vector (`head_dim` values) of the token at `position`.
+    ///
+    /// Errors: [`Error::HeadLength`], [`Error::PositionOutOfRange`]; [`Error::HeadCount`] for
+    /// RoPE-Mixed with more than one head (its frequencies differ per head: rotate whole
+    /// tokens with [`rotate_at`](Self::rotate_at)).
+    pub fn rotate_head(
+        &self,
+        head: &mut [f32],
+        position: [u32; A],
+        dir: Direction,
+    ) -> Result<(), Error> {
+        if head.len() != self.head_dim {
+            return Err(Error::HeadLength {
+                expected: self.head_dim,
+                actual: head.len(),
+            });
+        }
+        let positions: &[[u32; A]] = core::slice::from_ref(&position);
+        self.rotate(head, Shape::heads(1), positions, dir)
+    }
+}
+
+/// Checks `spec` and `extents` and returns the per-axis widths and the total entries.
+#[inline(always)]
+fn table_shape<const A: usize, P: Plan<A>>(
+    spec: &Spec<'_, A, P>,
+    extents: [usize; A],
+) -> Result<([usize; A], usize), Error> {
+    spec.check()?;
+    if extents.contains(&0) {
+        return Err(Error::EmptyTable);
+    }
+    let widths = spec.plan.assign().widths();
+    let mut total = 0usize;
+    for (&n, &w) in extents.iter().zip(&widths) {
+        total = n
+            .checked_mul(w)
+            .and_then(|entries| total.checked_add(entries))
+            .ok_or(Error::ShapeOverflow)?;
+    }
+    Ok((widths, total))
+}
+
+/// Splits `storage` into the per-axis tables.
+fn split_tables<const A: usize>(
+    storage: &[[f32; 2]],
+    extents: [usize; A],
+    widths: [usize; A],
+) -> [&[[f32; 2]]; A] {
+    let mut tables = [&[][..]; A];
+    let mut rest = storage;
+    for ((table, &n), &w) in tables.iter_mut().zip(&extents).zip(&widths) {
+        let (here, next) = rest.split_at_checked(n * w).unwrap_or((rest, &[]));
+        *table = here;
+        rest = next;
+    }
+    tables
+}
+
+impl<'a, const A: usize, P: Plan<A>> Table<'a, A, P> {
+    /// `[cos, sin]` entries the tables of `spec` over `extents` need:
+    /// `Σ_a extents[a] · (pairs rotated by axis a)` (RoPE-Mixed: `heads · pairs` per row).
+    ///
+    /// Errors: those of [`Spec::check`], [`Error::EmptyTable`] (a zero extent),
+    /// [`Error::ShapeOverflow`].
+    pub fn storage_len(spec: &Spec<'_, A, P>, extents: [usize; A]) -> Result<usize, Error> {
+        table_shape(spec, extents).map(|(_, total)| total)
+    }
+
+    /// Builds the tables of `spec` for coordinates `0 .. extents[a]` on each axis into
+    /// `storage` (exactly [`storage_len`](Self::storage_len) entries), without any `f64`
+    /// arithmetic: axis 0's table first, each row's entries in pair order.
+    ///
+    /// Errors: those of [`storage_len`](Self::storage_len), [`Error::StorageLength`]; beyond
+    /// 65 535 on an axis with rescaled or centred coordinates, [`Error::ShapeOverflow`].
+    /// `storage` is untouched on error.
+    ///
+    /// Inlined: when `spec` is a constant (a preset), the checks and the paths of the
+    /// coordinate modes, precisions and frequency kinds it does not use fold away, so
+    /// firmware links only what its convention needs.
+    #[inline(always)]
+    pub fn build(
+        storage: &'a mut [[f32; 2]],
+        spec: &Spec<'_, A, P>,
+        extents: [usize; A],
+    ) -> Result<Self, Error> {
+        let (widths, total) = table_shape(spec, extents)?;
+        apply::check_storage(total, storage.len())?;
+        {
+            let mut tables: [&mut [[f32; 2]]; A] = [(); A].map(|_| &mut [][..]);
+            let mut rest = &mut *storage;
+            for ((table, &n), &w) in tables.iter_mut().zip(&extents).zip(&widths) {
+                let (here, next) = rest
+                    .split_at_mut_checked(n * w)
+                    .ok_or(Error::ShapeOverflow)?;
+                *table = here;
+                rest = next;
+            }
+            freq::fill(
+                tables,
+                extents,
+                widths,
+                spec.plan.assign(),
+                spec.freqs,
+                spec.coords,
+                spec.mscale,
+                spec.precision,
+            )?;
+        }
+        let storage: &'a [[f32; 2]] = storage;
+        Ok(Self::from_parts(storage, spec, extents, widths))
+    }
+
+    #[inline(always)]
+    fn from_parts(
+        storage: &'a [[f32; 2]],
+        spec: &Spec<'_, A, P>,
+        extents: [usize; A],
+        widths: [usize; A],
+    ) -> Self {
+        Self {
+            head_dim: spec.head_dim,
+            pairing: Pairing {
+                layout: spec.layout,
+                pairs: spec.pairs(),
+            },
+            backend: Backend::auto(),
+            source: TableAngles::new(
+                split_tables(storage, extents, widths),
+                widths,
+                extents,
+                spec.plan,
+            ),
+        }
+    }
+
+    /// The tables' extents: coordinates `0 .. extents[a]` on each axis.
+    pub fn extents(&self) -> [usize; A] {
+        self.source.extents
+    }
+
+    /// `[cos, sin]` entries of coordinate `index` on `axis`: the pairs that axis rotates, in
+    /// pair order, times `mscale` (`None` outside the table). A [`Summed`](crate::Summed)
+    /// plan's rotation is the product of a row entry and a column entry, so there only axis
+    /// 0's entries carry `mscale`; axis 1's have magnitude 1.
+    pub fn entries(&self, axis: usize, index: usize) -> Option<&'a [[f32; 2]]> {
+        let (table, &width) = (self.source.tables.get(axis)?, self.source.widths.get(axis)?);
+        table.get(index.checked_mul(width)?..)?.get(..width)
+    }
+}
+
+/// A [`Table`] that owns its `N` entries, to keep on the stack or in a `static`.
+///
+/// `N` must be the tables' [`storage_len`](Table::storage_len); for sections it is a
+/// `const fn`, [`Sections::table_len`]:
+///
+/// ```
+/// use rope2d::{Direction, FixedTable, Grid, Shape, preset};
+///
+/// const SPEC: rope2d::Spec<'static, 2> = preset::rope_vit(64);
+/// const N: usize = SPEC.plan.table_len([14, 14]); // (14 + 14) · 64/4 = 448 entries
+/// let table = FixedTable::<N, 2>::new(&SPEC, [14, 14])?;
+/// let mut q = vec![0.5f32; (1 + 14 * 14) * 6 * 64]; // CLS + 196 patches, 6 heads
+/// table.view().rotate(&mut q, Shape::heads(6).with_prefix(1), Grid::new([14, 14]), Direction::Forward)?;
+/// # Ok::<(), rope2d::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct FixedTable<const N: usize, const A: usize, P: Plan<A> = Sections<A>> {
+    entries: [[f32; 2]; N],
+    head_dim: usize,
+    pairing: Pairing,
+    backend: Backend,
+    widths: [usize; A],
+    extents: [usize; A],
+    plan: P,
+}
+
+impl<const N: usize, const A: usize, P: Plan<A>> fmt::Debug for FixedTable<N, A, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.view().fmt(f)
+    }
+}
+
+impl<const N: usize, const A: usize, P: Plan<A>> FixedTable<N, A, P> {
+    /// Bytes of table data: `N · 8`.
+    pub const BYTES: usize = N * 8;
+
+    /// Builds the tables of `spec` over `extents`.
+    ///
+    /// Errors: those of [`Table::build`] ([`Error::StorageLength`] when `N` is not the
+    /// tables' size).
+    pub fn new(spec: &Spec<'_, A, P>, extents: [usize; A]) -> Result<Self, Error> {
+        let mut entries = [[0f32; 2]; N];
+        let table = Table::build(&mut entries, spec, extents)?;
+        let (head_dim, pairing, widths) = (table.head_dim, table.pairing, table.source.widths);
+        Ok(Self {
+            entries,
+            head_dim,
+            pairing,
+            backend: Backend::auto(),
+            widths,
+            extents,
+            plan: spec.plan,
+        })
+    }
+
+    /// The same table, rotating with `backend`. Error: [`Error::BackendUnavailable`].
+    pub fn with_backend(self, backend: Backend) -> Result<Self, Error> {
+        Ok(Self {
+            backend: apply::check_backend(backend)?,
+            ..self
+        })
+    }
+
+    /// The table as a [`Table`], which has every rotation method.
+    pub fn view(&self) -> Table<'_, A, P> {
+        Rope {
+            head_dim: self.head_dim,
+            pairing: self.pairing,
+            backend: self.backend,
+            source: TableAngles::new(
+                split_tables(&self.entries, self.extents, self.widths),
+                self.widths,
+                self.extents,
+                self.plan,
+            ),
+        }
+    }
+}
+
+impl<'f, const A: usize, P: Plan<A>> Direct<'f, A, P> {
+    /// Tableless rotation by `spec`.
+    ///
+    /// Errors: those of [`Spec::check`]; [`Error::TableCoords`] unless every axis has
+    /// [`Coords::Index`].
+    pub fn new(spec: &Spec<'f, A, P>) -> Result<Self, Error> {
+        spec.check()?;
+        if spec.coords.iter().any(|c| *c != Coords::Index) {
+            return Err(Error::TableCoords);
+        }
+        let freqs = match (spec.freqs, spec.plan.assign()) {
+            (Freqs::Learned(learned), _) => ComputedFreqs::Learned {
+                y: learned.y,
+                x: learned.x,
+                precision: spec.precision,
+            },
+            (freqs, assign) => ComputedFreqs::Pairs(PairFreqs::new(freqs, assign, spec.precision)?),
+        };
+        Ok(Self {
+            head_dim: spec.head_dim,
+            pairing: Pairing {
+                layout: spec.layout,
+                pairs: spec.pairs(),
+            },
+            backend: Backend::auto(),
+            source: DirectAngles {
+                plan: spec.plan,
+                freqs,
+                mscale: spec.mscale,
+            },
+        })
+    }
+
+    /// Rotates a buffer whose tokens after `shape.prefix` are at real-valued coordinates,
+    /// one `[f32; A]` each (jittered, cropped or otherwise non-grid positions), reduced
+    /// exactly as given.
+    ///
+    /// Errors: those of [`rotate`](Rope::rotate), [`Error::NonFiniteCoordinate`].
+    pub fn rotate_coords(
+        &self,
+        x: &mut [f32],
+        shape: Shape,
+        coords: &[[f32; A]],
+        dir: Direction,
+    ) -> Result<(), Error> {
+        if coords.iter().flatten().any(|c| !c.is_finite()) {
+            return Err(Error::NonFiniteCoordinate);
+        }
+        if let Some(heads) = sealed::SourceImpl::<A>::heads(&self.source)
+            && heads != shape.heads
+        {
+            return Err(Error::HeadCount {
+                expected: heads,
+                actual: shape.heads,
+            });
+        }
+        let (rotated, token_len) =
+            apply::split_tokens(x, shape, self.head_dim, Some(coords.len()))?;
+        let job = Job {
+            x: rotated,
+            token_len,
+            head_dim: self.head_dim,
+            pairing: self.pairing,
+            dir,
+            angles: (),
+        };
+        self.backend.run(job.with(Computed {
+            plan: self.source.plan,
+            freqs: self.source.freqs,
+            mscale: self.source.mscale,
+            coords: RealCoords(coords),
+        }));
+        Ok(())
+    }
+}
