@@ -7,15 +7,12 @@
 #      AVX-512 enabled as well (the avx512 backend's intrinsics, masked loads and stores and
 #      pointer code; `wide` needs AVX-512BW/DQ/VL enabled alongside AVX-512F to compile).
 #      Miri does not implement `vpermt2ps` (`llvm.x86.avx512.vpermi2var.ps.512`), so under
-#      Miri the avx512 backend de-interleaves half-layout tables with three shuffles Miri does
-#      implement instead (registers only: every memory access is the native one).
-#      NEON is not run under Miri: Miri can interpret aarch64 code (`--target
-#      aarch64-unknown-linux-gnu`, from any host) and runs the neon interleaved kernels, but it
-#      does not implement `vld2q_f32` (`llvm.aarch64.neon.ld2.v4f32.p0`), which the half-layout
-#      kernels use, so the run stops with "unsupported operation" (not a bug in the crate).
-#      NEON is covered natively instead: the cross tests under qemu-aarch64 in .ci/test, and
-#      the fuzz targets on an aarch64 host. Cortex-M (inline asm) cannot run under Miri either.
-#      tests/golden.rs (4 MB of JSON) is not run under Miri.
+#      Miri the avx512 backend de-interleaves half-layout tables through a stack copy instead
+#      (the data's memory accesses are the native ones).
+#      NEON is not run under Miri (its intrinsics are only partly implemented there); it is
+#      covered natively instead: the cross tests under qemu-aarch64 in .ci/test, and the fuzz
+#      targets on an aarch64 host. Cortex-M (inline asm) cannot run under Miri either.
+#      tests/golden.rs (10 MB of JSON) is not run under Miri.
 #   2. Every cargo-fuzz target for a bounded time, seeded from fuzz/corpus/<target> (left
 #      unchanged: new inputs go to a scratch directory); any crash, panic or sanitizer report
 #      fails the script, its input saved under fuzz/artifacts/<target>/.
@@ -61,15 +58,21 @@ else
     step "miri: avx2 and avx512 backends skipped (host is $(uname -m), not x86_64)"
 fi
 
+# The targets instantiate every plan, axis count and backend: an optimised ASan build takes
+# 13 minutes here (16 codegen units), an unoptimised one 2.5. CI builds unoptimised (still
+# ASan, debug assertions and overflow checks; 100–180 inputs/s per target here);
+# FUZZ_BUILD="--codegen-units 16" bash .ci/hardening.sh builds optimised, for long runs.
+read -r -a FUZZ_BUILD <<<"${FUZZ_BUILD:---dev}"
+
 step "fuzz: build every target"
 cd fuzz
-cargo +nightly fuzz build
+cargo +nightly fuzz build "${FUZZ_BUILD[@]}"
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 for target in $(cargo +nightly fuzz list); do
     step "fuzz: $target for ${FUZZ_SECONDS}s (-max_len=$FUZZ_MAX_LEN), seeds fuzz/corpus/$target"
     mkdir -p "$scratch/$target" "corpus/$target"
-    cargo +nightly fuzz run "$target" "$scratch/$target" "corpus/$target" -- \
+    cargo +nightly fuzz run "${FUZZ_BUILD[@]}" "$target" "$scratch/$target" "corpus/$target" -- \
         -max_total_time="$FUZZ_SECONDS" -max_len="$FUZZ_MAX_LEN" -timeout=30 \
         -print_final_stats=1
 done
