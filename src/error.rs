@@ -79,13 +79,15 @@ pub enum Error {
         actual: usize,
     },
     /// A position outside the table: its coordinate on `axis` is not below the table's
-    /// extent there (tableless rotation: integer positions are never out of range).
+    /// extent there (tableless rotation: every `u32` position is in range, but a run or grid
+    /// that would step past `u32::MAX` is not).
     PositionOutOfRange {
         /// The axis.
         axis: usize,
         /// The coordinate asked for.
         value: u64,
-        /// The table's extent on that axis.
+        /// The table's extent on that axis (tableless: 2³², saturated to `usize::MAX` on
+        /// 32-bit targets).
         extent: usize,
     },
     /// A buffer with another head count than a RoPE-Mixed table's learned frequencies.
