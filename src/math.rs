@@ -336,6 +336,8 @@ mod tests {
     }
 
     #[test]
+    // Miri deliberately perturbs std's `log2`/`exp2` by a few ulps: the reference moves.
+    #[cfg_attr(miri, ignore)]
     fn float_log2_and_exp2_match_std() {
         for x in [
             1.0f64,

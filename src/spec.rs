@@ -202,7 +202,7 @@ pub struct LearnedFreqs<'f> {
 }
 
 /// A RoPE convention over `A` coordinate axes: 1 for text, 2 for images, 3 for video and
-/// M-RoPE. See the [module docs](self) and [`preset`](crate::preset) for the named families.
+/// M-RoPE. See the [crate docs](crate) and [`preset`](crate::preset) for the named families.
 ///
 /// Pair `k < P` (`P` from the plan, rotary dimension `r = 2P ≤ head_dim`) of a token at
 /// coordinates `c` becomes `(a·m·cos φ − b·m·sin φ, a·m·sin φ + b·m·cos φ)` with
