@@ -15,9 +15,12 @@
 use core::arch::x86_64::{
     __m512, __mmask16, _mm512_add_ps, _mm512_fmadd_ps, _mm512_fmaddsub_ps, _mm512_fmsub_ps,
     _mm512_fmsubadd_ps, _mm512_loadu_ps, _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps,
-    _mm512_movehdup_ps, _mm512_moveldup_ps, _mm512_mul_ps, _mm512_permute_ps,
-    _mm512_permutex2var_ps, _mm512_set1_ps, _mm512_setr_epi32, _mm512_setr_ps, _mm512_storeu_ps,
+    _mm512_movehdup_ps, _mm512_moveldup_ps, _mm512_mul_ps, _mm512_permute_ps, _mm512_set1_ps,
+    _mm512_setr_ps, _mm512_storeu_ps,
 };
+// Miri does not implement `vpermt2ps`: there `deinterleave` goes through memory.
+#[cfg(not(miri))]
+use core::arch::x86_64::{_mm512_permutex2var_ps, _mm512_setr_epi32};
 
 use super::simd::{Simd, Vector};
 use super::{AngleSource, Job, drive};

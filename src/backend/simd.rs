@@ -273,7 +273,8 @@ unsafe fn rotate_segments<V: Vector>(
             // SAFETY: the head is floats `head .. head + d` of `x`; the segment's floats
             // (interleaved `2·lo .. 2·hi`, half `lo .. hi` and `pairs + lo .. pairs + hi`)
             // lie within its first `2·pairs ≤ d`; the arrays are readable as the caller
-            // guarantees.
+            // guarantees. A table section's pointers are shifted (they may point before the
+            // table), so the angle offsets wrap: only in-bounds results are dereferenced.
             unsafe {
                 let (a, b) = (seg.a, seg.b);
                 match layout {
@@ -281,7 +282,7 @@ unsafe fn rotate_segments<V: Vector>(
                         let p = base.add(head);
                         let (mut i, end) = (2 * seg.lo, 2 * seg.hi);
                         while i + 2 * lanes <= end {
-                            interleaved_step::<V>(p.add(i), a.add(i), b.add(i));
+                            interleaved_step::<V>(p.add(i), a.wrapping_add(i), b.wrapping_add(i));
                             i += 2 * lanes;
                         }
                         if i < end {
@@ -291,15 +292,23 @@ unsafe fn rotate_segments<V: Vector>(
                             } else {
                                 V::load_partial(p.add(i), n)
                             };
-                            let out = interleaved(x0, V::load(a.add(i)), V::load(b.add(i)));
+                            let out = interleaved(
+                                x0,
+                                V::load(a.wrapping_add(i)),
+                                V::load(b.wrapping_add(i)),
+                            );
                             if n >= lanes {
                                 out.store(p.add(i));
                                 i += lanes;
                                 if i < end {
                                     let n = end - i;
                                     let x0 = V::load_partial(p.add(i), n);
-                                    interleaved(x0, V::load(a.add(i)), V::load(b.add(i)))
-                                        .store_partial(p.add(i), n);
+                                    interleaved(
+                                        x0,
+                                        V::load(a.wrapping_add(i)),
+                                        V::load(b.wrapping_add(i)),
+                                    )
+                                    .store_partial(p.add(i), n);
                                 }
                             } else {
                                 out.store_partial(p.add(i), n);
@@ -311,14 +320,24 @@ unsafe fn rotate_segments<V: Vector>(
                         let hi = lo.add(pairs);
                         let mut k = seg.lo;
                         while k + lanes <= seg.hi {
-                            half_step::<V>(lo.add(k), hi.add(k), a.add(k), b.add(k));
+                            half_step::<V>(
+                                lo.add(k),
+                                hi.add(k),
+                                a.wrapping_add(k),
+                                b.wrapping_add(k),
+                            );
                             k += lanes;
                         }
                         if k < seg.hi {
                             let n = seg.hi - k;
                             let (xv, yv) =
                                 (V::load_partial(lo.add(k), n), V::load_partial(hi.add(k), n));
-                            let (xv, yv) = half(xv, yv, V::load(a.add(k)), V::load(b.add(k)));
+                            let (xv, yv) = half(
+                                xv,
+                                yv,
+                                V::load(a.wrapping_add(k)),
+                                V::load(b.wrapping_add(k)),
+                            );
                             xv.store_partial(lo.add(k), n);
                             yv.store_partial(hi.add(k), n);
                         }
@@ -423,10 +442,11 @@ unsafe fn rotate_in_registers<V: Vector, const N: usize>(
         let at = j * lanes;
         let (pa, pb) = angles.at(at / (2 / unit));
         // SAFETY: vector `j` lies inside one segment (its boundaries are multiples of a
-        // vector), whose arrays are readable there (caller).
+        // vector), whose arrays are readable there (caller); a table section's pointers are
+        // shifted, so the offset wraps and only its in-bounds result is read.
         unsafe {
-            a[j] = V::load(pa.add(at));
-            b[j] = V::load(pb.add(at));
+            a[j] = V::load(pa.wrapping_add(at));
+            b[j] = V::load(pb.wrapping_add(at));
         }
     }
     let base = x.as_mut_ptr();
@@ -532,10 +552,12 @@ unsafe fn line_in_registers<V: Vector, const N: usize>(
         for j in 0..N {
             let (pa, pb) = from[j];
             // SAFETY: vector `j` of the row, or of this token's section in the table
-            // (caller); the pointers only advance by whole sections of the table.
+            // (caller); the pointers only advance by whole sections of the table. A section's
+            // pointer is shifted (it may point before the table), so its offsets wrap: only
+            // the in-bounds result is dereferenced.
             unsafe {
-                a[j] = V::load(pa.add(j * lanes));
-                b[j] = V::load(pb.add(j * lanes));
+                a[j] = V::load(pa.wrapping_add(j * lanes));
+                b[j] = V::load(pb.wrapping_add(j * lanes));
             }
             from[j] = (
                 pa.wrapping_byte_add(steps[j]),
