@@ -766,6 +766,59 @@ fn fused_backends_are_not_scalar() {
     }
 }
 
+/// Buffers beyond L2 (over 2¹⁸ floats), which `avx512` rotates with its 256-bit form: every
+/// backend against scalar, and `avx512` bit for bit equal to `avx2`, on both sides of the
+/// threshold, both layouts and directions. Not under Miri (megabytes of data).
+#[test]
+#[cfg_attr(miri, ignore)]
+fn buffers_beyond_l2() {
+    let mut rng = Rng(13);
+    let by_name = |name: &str| {
+        Backend::ALL
+            .iter()
+            .copied()
+            .find(|b| b.name() == name && b.is_available())
+    };
+    for layout in LAYOUTS {
+        let d = 128;
+        let spec = preset::rope_1d(d, layout, 500_000.0);
+        let p = Pairing {
+            layout,
+            d,
+            pairs: spec.pairs(),
+        };
+        // 2¹⁸ floats exactly (512-bit form), then one token more (256-bit form).
+        for tokens in [1024, 1025] {
+            let heads = 2;
+            let x = rng.values(tokens * heads * d);
+            let mut store = storage(&spec, [tokens]);
+            let table = Table::build(&mut store, &spec, [tokens]).unwrap();
+            for &dir in dirs(layout) {
+                let op = |b: Backend, buf: &mut [f32]| {
+                    table
+                        .with_backend(b)
+                        .unwrap()
+                        .rotate(buf, Shape::heads(heads), Run::from([0]), dir)
+                        .unwrap()
+                };
+                let what = format!("{tokens} tokens {layout:?} {dir:?}");
+                compare(p, &x, &what, op);
+                if let (Some(avx2), Some(avx512)) = (by_name("avx2"), by_name("avx512")) {
+                    let (mut want, mut got) = (x.clone(), x.clone());
+                    op(avx2, &mut want);
+                    op(avx512, &mut got);
+                    assert!(
+                        want.iter()
+                            .zip(&got)
+                            .all(|(w, g)| w.to_bits() == g.to_bits()),
+                        "{what}: avx512 differs from avx2"
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// `avx512` against `avx2`: the same bits (NaN at the same places), through section tables,
 /// 1-D, gathered plans and RoPE-Mixed, both layouts and directions, every head dim from 4 to
 /// 256 and special values. Skipped when this build or CPU lacks either backend.
