@@ -403,12 +403,14 @@ fn grid_cell<const A: usize>(grid: &Grid<A>, window: usize, mut index: usize) ->
         let (rows, cols) = (grid.extents[A - 2], grid.extents[A - 1]);
         let plane = rows * cols;
         let (outer, mut within) = (div(index, plane), rem(index, plane));
-        // Bands of `window` rows: whole bands hold `window · cols` cells.
-        let band = window * cols;
+        // Bands of `window` rows: whole bands hold `window · cols` cells. A window too large
+        // for the grid saturates: one band (block) then holds the whole plane (band), and
+        // the products below stay within `index`.
+        let band = window.saturating_mul(cols);
         let band_row = div(within, band) * window;
         within = rem(within, band);
         let band_rows = window.min(rows.saturating_sub(band_row));
-        let block_cells = window * band_rows;
+        let block_cells = window.saturating_mul(band_rows);
         let block_col = div(within, block_cells) * window;
         let in_block = rem(within, block_cells);
         let block_cols = window.min(cols.saturating_sub(block_col));
@@ -528,6 +530,16 @@ mod tests {
         cells.sort();
         cells.dedup();
         assert_eq!(cells.len(), 15);
+        // A window larger than the grid (however large) is row-major order, with no overflow.
+        for window in [7, usize::MAX / 2, usize::MAX] {
+            let huge = [Piece::Windows {
+                grid: Grid::new([3, 5]),
+                window,
+                repeat: 1,
+            }];
+            let row_major = collect(Order::Grid(Grid::new([3, 5])), 100);
+            assert_eq!(collect(Order::Pieces(&huge), 100), row_major, "window {window}");
+        }
     }
 
     #[test]
