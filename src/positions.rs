@@ -538,7 +538,11 @@ mod tests {
                 repeat: 1,
             }];
             let row_major = collect(Order::Grid(Grid::new([3, 5])), 100);
-            assert_eq!(collect(Order::Pieces(&huge), 100), row_major, "window {window}");
+            assert_eq!(
+                collect(Order::Pieces(&huge), 100),
+                row_major,
+                "window {window}"
+            );
         }
     }
 
