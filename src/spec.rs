@@ -418,6 +418,7 @@ impl<'p, const A: usize> Assign<'p, A> {
     }
 
     /// `[cos, sin]` entries per table row of each axis.
+    #[inline]
     pub(crate) fn widths(self) -> [usize; A] {
         let mut widths = [0; A];
         match self {
@@ -432,13 +433,16 @@ impl<'p, const A: usize> Assign<'p, A> {
                 // Axis a ≥ 1 owns k ≡ a (mod A) below min(P, A·pairs[a]): fewer than
                 // `pairs[a]` when the plan is unbalanced, the rest going to axis 0.
                 let total: usize = s.pairs.iter().sum();
-                let mut others = 0;
-                for (a, (w, &pairs)) in widths.iter_mut().zip(&s.pairs).enumerate().skip(1) {
-                    let end = total.min(A.saturating_mul(pairs));
-                    *w = if end > a { (end - a - 1) / A + 1 } else { 0 };
-                    others += *w;
-                }
-                if let Some(w0) = widths.first_mut() {
+                if let (Some((w0, later)), Some((_, pairs))) =
+                    (widths.split_first_mut(), s.pairs.split_first())
+                {
+                    let mut others = 0;
+                    for (i, (w, &pairs)) in later.iter_mut().zip(pairs).enumerate() {
+                        let a = i + 1;
+                        let end = total.min(A.saturating_mul(pairs));
+                        *w = if end > a { (end - a - 1) / A + 1 } else { 0 };
+                        others += *w;
+                    }
                     *w0 = total - others;
                 }
             }
