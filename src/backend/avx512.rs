@@ -40,9 +40,9 @@ pub(crate) fn is_available() -> bool {
 /// Buffers of more floats than this (1 MiB, beyond L2) are rotated with the 256-bit form,
 /// the `avx2` loop (bit-identical). Streaming from and to memory, 512-bit stores measured
 /// slower than 256-bit ones on both CPUs this was tuned on — an Intel Xeon (family 6,
-/// model 167) and an AMD EPYC Zen 4 — for the bare `x = -x` stream as for the rotation
-/// (3–32 MiB groups: 1.05–1.2× on the Xeon, up to 1.3× on Zen 4), while within L2 the
-/// 512-bit form is faster (ViT-S, 0.3 MiB: 0.93×).
+/// model 167; the bare `x = -x` stream too) and an AMD EPYC Zen 4 (3–32 MiB groups:
+/// 1.05–1.2× on the Xeon, up to 1.4× on Zen 4), while within L2 the 512-bit form is faster
+/// (ViT-S, 0.3 MiB: 0.93×).
 #[cfg(feature = "avx2")]
 const BEYOND_L2_FLOATS: usize = 1 << 18;
 
