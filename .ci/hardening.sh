@@ -12,7 +12,8 @@
 #      NEON is not run under Miri (its intrinsics are only partly implemented there); it is
 #      covered natively instead: the cross tests under qemu-aarch64 in .ci/test, and the fuzz
 #      targets on an aarch64 host. Cortex-M (inline asm) cannot run under Miri either.
-#      tests/golden.rs (10 MB of JSON) is not run under Miri.
+#      tests/golden.rs (10 MB of JSON) is not run under Miri. The C interface's Rust tests
+#      (capi/src/lib.rs) run under Miri too: its `unsafe` is the pointer-to-slice boundary.
 #   2. Every cargo-fuzz target for a bounded time, seeded from fuzz/corpus/<target> (left
 #      unchanged: new inputs go to a scratch directory); any crash, panic or sanitizer report
 #      fails the script, its input saved under fuzz/artifacts/<target>/.
@@ -45,6 +46,9 @@ MIRI_TESTS=(--features std --lib --test errors --test backends)
 
 step "miri: scalar + portable (lib, tests/errors.rs, tests/backends.rs)"
 CARGO_TARGET_DIR=target/miri-plain cargo +nightly miri test "${MIRI_TESTS[@]}"
+
+step "miri: the C interface's boundary code (capi/: handles, pointer checks, overlap)"
+CARGO_TARGET_DIR=target/miri-plain cargo +nightly miri test -p rope2d-capi --lib
 
 if [[ "$(uname -m)" == x86_64 ]]; then
     step "miri: + avx2 backend, RUSTFLAGS='-C target-feature=+avx2,+fma' (same tests)"

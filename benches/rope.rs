@@ -29,7 +29,7 @@
 //!   24×24 and 248 text tokens (1 024 tokens), 8 heads, d 128;
 //! - `rope2d/build`: building the 14×14, d = 64 table.
 //!
-//! `cargo bench --features std --bench rope` (several minutes); `-- rope2d/tiny` for one group.
+//! `cargo bench --bench rope` (several minutes); `-- rope2d/tiny` for one group.
 
 use std::hint::black_box;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! queries and keys rotated by 2-D RoPE (rope-vit convention), the way a model would.
 //!
 //! ```text
-//! cargo run --release --features std --example demo
+//! cargo run --release --example demo
 //! ```
 //!
 //! Prints the backend, the throughput and a numerical check of the relativity property

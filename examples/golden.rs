@@ -2,7 +2,7 @@
 //! tolerances that format defines.
 //!
 //! ```text
-//! cargo run --release --features std --example golden -- FILE...
+//! cargo run --release --example golden -- FILE...
 //! ```
 //!
 //! One line per file, then `N passed, M failed`; exit status 1 when any file fails or cannot

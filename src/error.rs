@@ -191,5 +191,5 @@ impl fmt::Display for Error {
     }
 }
 
-#[cfg(feature = "std")]
-impl std::error::Error for Error {}
+/// `core::error::Error` (the trait `std::error::Error` re-exports): no feature needed.
+impl core::error::Error for Error {}

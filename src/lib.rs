@@ -123,13 +123,18 @@
 //!
 //! # Features
 //!
-//! - `std`: `std::error::Error` for [`Error`] (nothing else: CPU detection needs no `std`).
+//! - `std`: run-time NEON detection on aarch64 targets built without NEON (the usual aarch64
+//!   targets have it at compile time); nothing else, and harmless where `std` does not exist.
+//!   [`Error`] implements `core::error::Error` (= `std::error::Error`) and x86 CPU detection
+//!   needs no `std`, so default features are as fast as `std`.
 //! - `defmt`: `defmt::Format` for the configuration and error types.
 #![no_std]
 #![deny(missing_docs)]
 #![deny(unsafe_code, clippy::undocumented_unsafe_blocks)]
 
-#[cfg(feature = "std")]
+// Only the NEON check of `backend/neon.rs` uses `std`: a bare-metal build with every feature
+// (docs.rs, `--all-features`) must not need it.
+#[cfg(all(feature = "std", target_arch = "aarch64", not(target_feature = "neon")))]
 extern crate std;
 
 mod apply;

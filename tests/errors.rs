@@ -534,6 +534,9 @@ fn errors_display_and_debug() {
     ];
     for e in all {
         assert!(!e.to_string().is_empty() && !format!("{e:?}").is_empty());
+        // `core::error::Error` without any feature: `?` into `Box<dyn Error>` works by default.
+        let boxed: Box<dyn core::error::Error> = Box::new(e);
+        assert!(boxed.source().is_none());
     }
 }
 

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The C interface (capi/): header current, compiles as C99 and C++ with every warning an
+# error, Rust tests, a host C program (static and shared library) and a Cortex-M4F firmware
+# built from C with arm-none-eabi-gcc, both checking golden vectors. Installs what it needs
+# (cbindgen, gcc, g++, gcc-arm-none-eabi, qemu-system-arm).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
+OUT="$CARGO_TARGET_DIR/capi-check"
+mkdir -p "$OUT"
+WARN=(-Wall -Wextra -Werror -pedantic)
+
+have() { command -v "$1" >/dev/null 2>&1; }
+need=()
+have gcc || need+=(gcc)
+have g++ || need+=(g++)
+have arm-none-eabi-gcc || need+=(gcc-arm-none-eabi)
+have qemu-system-arm || need+=(qemu-system-arm)
+have python3 || need+=(python3)
+if [ ${#need[@]} -gt 0 ]; then
+    sudo=(); [ "$(id -u)" = 0 ] || sudo=(sudo)
+    "${sudo[@]}" apt-get -o DPkg::Lock::Timeout=300 update -qq
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get -o DPkg::Lock::Timeout=300 install -y -qq "${need[@]}"
+fi
+rustup target add thumbv7em-none-eabihf >/dev/null
+CBINDGEN_VERSION=0.29.4
+if ! cbindgen --version 2>/dev/null | grep -q "$CBINDGEN_VERSION"; then
+    cargo install cbindgen --version "$CBINDGEN_VERSION" --locked
+fi
+
+echo "--- include/rope2d.h is what cbindgen generates from capi/src/lib.rs"
+(cd capi && cbindgen --config cbindgen.toml --quiet --output "../$OUT/rope2d.h")
+if ! diff -u capi/include/rope2d.h "$OUT/rope2d.h"; then
+    echo "capi/include/rope2d.h is stale: run (cd capi && cbindgen --config cbindgen.toml --output include/rope2d.h)"
+    exit 1
+fi
+
+echo "--- the header compiles as C99 and C++11, warnings as errors"
+echo '#include "rope2d.h"' > "$OUT/header_c.c"
+gcc -std=c99 "${WARN[@]}" -fsyntax-only -Icapi/include "$OUT/header_c.c"
+g++ -std=c++11 "${WARN[@]}" -fsyntax-only -Icapi/include capi/tests/c/header_cpp.cpp
+
+echo "--- Rust tests and clippy of the C interface"
+cargo clippy -p rope2d-capi --all-targets -- -D warnings
+cargo test -p rope2d-capi
+
+echo "--- host C program: golden checks through the static and the shared library"
+cargo build -p rope2d-capi --release
+python3 capi/tests/c/gen_golden.py tests/golden "$OUT/golden_cases.h"
+LIB="$CARGO_TARGET_DIR/release"
+C_SOURCES=(capi/tests/c/checks.c capi/tests/c/host_main.c)
+INCLUDES=(-Icapi/include -Icapi/tests/c -I"$OUT")
+gcc -std=c99 "${WARN[@]}" -O2 "${INCLUDES[@]}" "${C_SOURCES[@]}" "$LIB/librope2d_capi.a" \
+    -lpthread -ldl -lm -o "$OUT/checks_static"
+"$OUT/checks_static"
+gcc -std=c99 "${WARN[@]}" -O2 "${INCLUDES[@]}" "${C_SOURCES[@]}" -L"$LIB" -lrope2d_capi \
+    -Wl,-rpath,"$(cd "$LIB" && pwd)" -o "$OUT/checks_shared"
+"$OUT/checks_shared" | tail -1
+
+echo "--- Cortex-M4F firmware from C (arm-none-eabi-gcc, no libc) under QEMU mps2-an386"
+cargo rustc -p rope2d-capi --release --target thumbv7em-none-eabihf --crate-type staticlib
+ARM=(-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16)
+M4=capi/tests/c/m4
+arm-none-eabi-gcc "${ARM[@]}" -O2 -g -std=c99 "${WARN[@]}" -ffreestanding -ffunction-sections \
+    -fdata-sections "${INCLUDES[@]}" -I"$M4" \
+    "$M4/startup.c" "$M4/semihost.c" "$M4/main.c" capi/tests/c/checks.c \
+    "$CARGO_TARGET_DIR/thumbv7em-none-eabihf/release/librope2d_capi.a" \
+    -nostdlib -T "$M4/mps2_an386.ld" -Wl,--gc-sections -Wl,-z,noexecstack -lgcc -o "$OUT/firmware.elf"
+arm-none-eabi-size "$OUT/firmware.elf"
+# Semihosting output arrives on QEMU's stderr; QEMU exits with main's return value.
+status=0
+timeout 300 qemu-system-arm -cpu cortex-m4 -machine mps2-an386 -nographic \
+    -semihosting-config enable=on,target=native -kernel "$OUT/firmware.elf" \
+    >"$OUT/firmware.log" 2>&1 || status=$?
+cat "$OUT/firmware.log"
+if [ "$status" -ne 0 ] || ! grep -q ' passed, 0 failed' "$OUT/firmware.log"; then
+    echo "C firmware failed (exit status $status)"
+    exit 1
+fi
+echo "C interface: all checks passed"
