@@ -1,0 +1,301 @@
+//! Draws the README's two plots as SVG files in `docs/`:
+//!
+//! - `accuracy.svg`, computed here: the largest error against `f64` of a 1-D RoPE table entry
+//!   (LLaMA, d 128, base 10 000) over every position 1 … 2²⁰, for rope2d's exact angles and
+//!   for the float32 angle formation the reference implementations use
+//!   ([`AnglePrecision::Float32`], which reproduces them);
+//! - `speed.svg`, from the last criterion run (`cargo bench --bench rope`, read from
+//!   `target/criterion`): time per call of each backend and `auto` divided by the in-place
+//!   `x = -x` stream of the same bytes, on every benchmark shape.
+//!
+//! ```text
+//! cargo run --release --example plots [-- CRITERION_DIR OUT_DIR]
+//! ```
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use rope2d::{AnglePrecision, Direct, Direction, Shape, preset};
+
+const HEAD_DIM: usize = 128;
+const LOG2_LAST: u32 = 20;
+/// Bins per octave of position.
+const BINS_PER_OCTAVE: usize = 4;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let criterion = args
+        .first()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target/criterion"));
+    let out = args
+        .get(1)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("docs"));
+    std::fs::create_dir_all(&out)?;
+
+    let exact = max_errors(AnglePrecision::Exact)?;
+    let float32 = max_errors(AnglePrecision::Float32)?;
+    let worst = |e: &[f64]| e.iter().copied().fold(0.0, f64::max);
+    println!(
+        "accuracy: exact {:.2e}, float32 angles {:.2e} (max over positions 1 .. 2^{LOG2_LAST})",
+        worst(&exact),
+        worst(&float32)
+    );
+    std::fs::write(out.join("accuracy.svg"), accuracy_svg(&exact, &float32))?;
+
+    match speed_svg(&criterion) {
+        Some(svg) => std::fs::write(out.join("speed.svg"), svg)?,
+        None => println!(
+            "speed: no criterion results in {} (run `cargo bench --bench rope` first); speed.svg not written",
+            criterion.display()
+        ),
+    }
+    println!("wrote {}", out.display());
+    Ok(())
+}
+
+/// Per position bin (`BINS_PER_OCTAVE` per octave of 1 … 2²⁰), the largest |entry − f64| of
+/// any cos or sin of the LLaMA table at those positions.
+fn max_errors(precision: AnglePrecision) -> Result<Vec<f64>, rope2d::Error> {
+    const CHUNK: usize = 4096;
+    let rope = Direct::new(&preset::llama(HEAD_DIM).with_precision(precision))?;
+    let freqs: Vec<f64> = (0..HEAD_DIM / 2)
+        .map(|k| 10_000f64.powf(-2.0 * k as f64 / HEAD_DIM as f64))
+        .collect();
+    let mut bins = vec![0.0f64; LOG2_LAST as usize * BINS_PER_OCTAVE + 1];
+    let mut x = vec![0.0f32; CHUNK * HEAD_DIM];
+    let mut positions = vec![[0u32; 1]; CHUNK];
+    let last = 1u32 << LOG2_LAST;
+    let mut start = 1u32;
+    while start <= last {
+        let n = CHUNK.min((last - start + 1) as usize);
+        for (i, p) in positions[..n].iter_mut().enumerate() {
+            *p = [start + i as u32];
+        }
+        // Each pair (1, 0) rotates to (cos, sin): the table entry itself.
+        let x = &mut x[..n * HEAD_DIM];
+        for pair in x.chunks_exact_mut(2) {
+            pair.copy_from_slice(&[1.0, 0.0]);
+        }
+        rope.rotate_at(x, Shape::heads(1), &positions[..n], Direction::Forward)?;
+        for (token, &[p]) in x.chunks_exact(HEAD_DIM).zip(&positions[..n]) {
+            let mut err = 0.0f64;
+            for (pair, &f) in token.chunks_exact(2).zip(&freqs) {
+                let (s, c) = (f64::from(p) * f).sin_cos();
+                err = err
+                    .max((f64::from(pair[0]) - c).abs())
+                    .max((f64::from(pair[1]) - s).abs());
+            }
+            let bin = ((f64::from(p).log2() * BINS_PER_OCTAVE as f64).floor() as usize)
+                .min(bins.len() - 1);
+            bins[bin] = bins[bin].max(err);
+        }
+        start += n as u32;
+    }
+    Ok(bins)
+}
+
+/// A log–log line chart of both error curves.
+fn accuracy_svg(exact: &[f64], float32: &[f64]) -> String {
+    let (w, h, left, right, top, bottom) = (760.0, 420.0, 80.0, 20.0, 50.0, 60.0);
+    let (x0, x1, y0, y1) = (0.0, f64::from(LOG2_LAST), -9.0, -1.0);
+    let px = |log2p: f64| left + (log2p - x0) / (x1 - x0) * (w - left - right);
+    let py = |err: f64| {
+        let l = err.max(1e-9).log10().clamp(y0, y1);
+        top + (y1 - l) / (y1 - y0) * (h - top - bottom)
+    };
+    let mut svg = header(
+        w,
+        h,
+        "Largest table-entry error against f64, 1-D RoPE (d 128, base 10 000)",
+    );
+    for e in (y0 as i32)..=(y1 as i32) {
+        let y = py(10f64.powi(e));
+        grid_line(&mut svg, left, y, w - right, y);
+        label(&mut svg, left - 8.0, y + 4.0, "end", &format!("1e{e}"));
+    }
+    for p in (0..=LOG2_LAST).step_by(2) {
+        let x = px(f64::from(p));
+        grid_line(&mut svg, x, top, x, h - bottom);
+        label(&mut svg, x, h - bottom + 18.0, "middle", &format!("2^{p}"));
+    }
+    label(
+        &mut svg,
+        (left + w - right) / 2.0,
+        h - 15.0,
+        "middle",
+        "position",
+    );
+    let y = py(1.2e-7);
+    let _ = write!(
+        svg,
+        r##"<line x1="{left}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#2a7" stroke-dasharray="6 4"/>"##,
+        w - right
+    );
+    label(
+        &mut svg,
+        w - right - 4.0,
+        y - 6.0,
+        "end",
+        "rope2d's stated bound, 1.2e-7",
+    );
+    for (errors, colour, name, dy) in [
+        (
+            float32,
+            "#d33",
+            "float32 angles (the reference code's)",
+            0.0,
+        ),
+        (exact, "#25b", "rope2d, exact phase reduction", 18.0),
+    ] {
+        let points: Vec<String> = errors
+            .iter()
+            .enumerate()
+            .map(|(b, &e)| format!("{:.1},{:.1}", px(b as f64 / BINS_PER_OCTAVE as f64), py(e)))
+            .collect();
+        let _ = write!(
+            svg,
+            r#"<polyline fill="none" stroke="{colour}" stroke-width="2" points="{}"/>"#,
+            points.join(" ")
+        );
+        let _ = write!(
+            svg,
+            r#"<rect x="{}" y="{}" width="14" height="4" fill="{colour}"/>"#,
+            left + 12.0,
+            top + 8.0 + dy
+        );
+        label(&mut svg, left + 32.0, top + 14.0 + dy, "start", name);
+    }
+    svg.push_str("</svg>\n");
+    svg
+}
+
+/// Grouped bars: each backend's median ÷ the faster stream, per benchmark group (log scale).
+fn speed_svg(criterion: &Path) -> Option<String> {
+    const IDS: [(&str, &str); 5] = [
+        ("scalar", "#999"),
+        ("portable", "#c9a"),
+        ("avx2", "#5a5"),
+        ("avx512", "#25b"),
+        ("auto", "#d33"),
+    ];
+    let mut groups: Vec<(String, Vec<Option<f64>>)> = Vec::new();
+    let mut names: Vec<PathBuf> = std::fs::read_dir(criterion)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("rope2d_"))
+        })
+        .collect();
+    names.sort();
+    for dir in names {
+        let median = |id: &str| -> Option<f64> {
+            let text = std::fs::read_to_string(dir.join(id).join("new/estimates.json")).ok()?;
+            let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+            v["median"]["point_estimate"].as_f64()
+        };
+        let Some(stream) = [median("stream"), median("stream_avx512")]
+            .into_iter()
+            .flatten()
+            .reduce(f64::min)
+        else {
+            continue;
+        };
+        let ratios = IDS
+            .iter()
+            .map(|(id, _)| median(id).map(|m| m / stream))
+            .collect();
+        let name = dir.file_name()?.to_string_lossy()["rope2d_".len()..].to_string();
+        groups.push((name, ratios));
+    }
+    if groups.is_empty() {
+        return None;
+    }
+    let (w, h, left, right, top, bottom) = (960.0, 440.0, 70.0, 20.0, 60.0, 90.0);
+    let (y0, y1) = (-0.5f64, 1.5f64); // log10 of the ratio: 0.32× … 32×
+    let py = |r: f64| top + (y1 - r.log10().clamp(y0, y1)) / (y1 - y0) * (h - top - bottom);
+    let slot = (w - left - right) / groups.len() as f64;
+    let bar = slot * 0.8 / IDS.len() as f64;
+    let mut svg = header(
+        w,
+        h,
+        &format!(
+            "Time per call ÷ in-place stream of the same bytes ({})",
+            cpu_name()
+        ),
+    );
+    for r in [0.5, 1.0, 2.0, 5.0, 10.0, 20.0] {
+        let y = py(r);
+        grid_line(&mut svg, left, y, w - right, y);
+        label(&mut svg, left - 8.0, y + 4.0, "end", &format!("{r}×"));
+    }
+    let base = py(1.0);
+    for (g, (name, ratios)) in groups.iter().enumerate() {
+        let x = left + g as f64 * slot + slot * 0.1;
+        for (i, (r, (_, colour))) in ratios.iter().zip(IDS).enumerate() {
+            let Some(r) = r else { continue };
+            let y = py(*r);
+            let _ = write!(
+                svg,
+                r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{colour}"><title>{name} {}: {r:.2}×</title></rect>"#,
+                x + i as f64 * bar,
+                y.min(base),
+                bar * 0.9,
+                (y - base).abs().max(1.0),
+                IDS[i].0
+            );
+        }
+        let (lx, ly) = (x + slot * 0.4, h - bottom + 12.0);
+        let _ = write!(
+            svg,
+            r#"<text x="{lx:.1}" y="{ly:.1}" font-size="12" text-anchor="end" transform="rotate(-35 {lx:.1} {ly:.1})">{name}</text>"#
+        );
+    }
+    for (i, (id, colour)) in IDS.iter().enumerate() {
+        let x = left + 10.0 + i as f64 * 100.0;
+        let _ = write!(
+            svg,
+            r#"<rect x="{x}" y="{}" width="14" height="10" fill="{colour}"/>"#,
+            top - 24.0
+        );
+        label(&mut svg, x + 18.0, top - 15.0, "start", id);
+    }
+    svg.push_str("</svg>\n");
+    Some(svg)
+}
+
+fn cpu_name() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
+fn header(w: f64, h: f64, title: &str) -> String {
+    format!(
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif"><rect width="{w}" height="{h}" fill="#fff"/><text x="{}" y="24" font-size="15" text-anchor="middle">{title}</text>"##,
+        w / 2.0
+    )
+}
+
+fn grid_line(svg: &mut String, x1: f64, y1: f64, x2: f64, y2: f64) {
+    let _ = write!(
+        svg,
+        r##"<line x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" stroke="#ddd"/>"##
+    );
+}
+
+fn label(svg: &mut String, x: f64, y: f64, anchor: &str, text: &str) {
+    let _ = write!(
+        svg,
+        r#"<text x="{x:.1}" y="{y:.1}" font-size="12" text-anchor="{anchor}">{text}</text>"#
+    );
+}
