@@ -7,15 +7,22 @@ use crate::backend::Backend;
 use crate::config::Shape;
 use crate::error::Error;
 
-/// Checks that `x` is whole tokens of `shape.heads · head_dim` values, `shape.prefix` of them
-/// unrotated and the rest `count` tokens (any number for `None`); returns the rotated part
-/// and the token length.
+/// A checked buffer: `prefix_len` unrotated values, then `tokens` tokens of `token_len`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Tokens {
+    pub prefix_len: usize,
+    pub token_len: usize,
+    pub tokens: usize,
+}
+
+/// Checks that a buffer of `len` values is whole tokens of `shape.heads · head_dim` values,
+/// `shape.prefix` of them unrotated and the rest `count` tokens (any number for `None`).
 pub(crate) fn split_tokens(
-    x: &mut [f32],
+    len: usize,
     shape: Shape,
     head_dim: usize,
     count: Option<usize>,
-) -> Result<(&mut [f32], usize), Error> {
+) -> Result<Tokens, Error> {
     if shape.heads == 0 {
         return Err(Error::ZeroHeads);
     }
@@ -23,14 +30,14 @@ pub(crate) fn split_tokens(
         .heads
         .checked_mul(head_dim)
         .ok_or(Error::ShapeOverflow)?;
-    if !x.len().is_multiple_of(token_len) {
+    if !len.is_multiple_of(token_len) {
         return Err(Error::BufferLength {
-            actual: x.len(),
+            actual: len,
             token_len,
         });
     }
     // `token_len > 0` for every valid spec; `checked_div` keeps this free of a panic path.
-    let tokens = x.len().checked_div(token_len).unwrap_or(0);
+    let tokens = len.checked_div(token_len).unwrap_or(0);
     let expected = match count {
         Some(count) => shape
             .prefix
@@ -44,10 +51,11 @@ pub(crate) fn split_tokens(
             actual: tokens,
         });
     }
-    let (_, rotated) = x
-        .split_at_mut_checked(shape.prefix * token_len)
-        .ok_or(Error::ShapeOverflow)?;
-    Ok((rotated, token_len))
+    Ok(Tokens {
+        prefix_len: shape.prefix * token_len,
+        token_len,
+        tokens: tokens - shape.prefix,
+    })
 }
 
 /// Checks a caller storage length.

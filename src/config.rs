@@ -3,6 +3,8 @@
 
 #![forbid(unsafe_code)]
 
+use crate::element::Scales;
+
 /// Which elements of a head vector `v` form rotation pair `k`, `k < r/2`, where `r` is the
 /// rotary dimension (`r = d` unless only part of the head rotates; elements `r .. d` are then
 /// left as they are).
@@ -54,26 +56,42 @@ pub enum Direction {
     Inverse,
 }
 
-/// How a `[tokens][heads][head_dim]` buffer is packed: heads per token, and how many leading
-/// tokens (CLS, registers) are left unrotated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// How a `[tokens][heads][head_dim]` buffer is packed: heads per token, how many leading
+/// tokens (CLS, registers) are left unrotated, and for `i16` / `i8` buffers their
+/// quantisation.
+#[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Shape {
     /// Heads per token.
     pub heads: usize,
     /// Leading tokens that are not rotated.
     pub prefix: usize,
+    /// Input and output scales of an integer buffer ([`Scales::SAME`] otherwise).
+    pub scales: Scales,
 }
 
 impl Shape {
-    /// `heads` heads per token, no unrotated prefix.
+    /// `heads` heads per token, no unrotated prefix, [`Scales::SAME`].
     pub const fn heads(heads: usize) -> Self {
-        Self { heads, prefix: 0 }
+        Self {
+            heads,
+            prefix: 0,
+            scales: Scales::SAME,
+        }
     }
 
     /// The same shape with `prefix` leading tokens left unrotated.
     pub const fn with_prefix(self, prefix: usize) -> Self {
         Self { prefix, ..self }
+    }
+
+    /// The same shape for an integer buffer stored at scale `input` and rotated into scale
+    /// `output` (requantisation; [`Scales`] says what is supported).
+    pub const fn with_scales(self, input: f32, output: f32) -> Self {
+        Self {
+            scales: Scales { input, output },
+            ..self
+        }
     }
 }
 

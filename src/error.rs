@@ -113,6 +113,9 @@ pub enum Error {
     /// coordinates depend on a table's extents: build a table, or pass the coordinates to
     /// [`Direct::rotate_coords`](crate::Direct::rotate_coords)).
     TableCoords,
+    /// Integer scales must be finite and positive with a normal ratio, and float buffers take
+    /// no scales ([`Scales`](crate::Scales)).
+    InvalidScales,
 }
 
 impl fmt::Display for Error {
@@ -184,6 +187,9 @@ impl fmt::Display for Error {
             Self::NonFiniteCoordinate => f.write_str("coordinate is NaN or infinite"),
             Self::ShapeOverflow => f.write_str("shape too large"),
             Self::BackendUnavailable => f.write_str("backend cannot run on this CPU"),
+            Self::InvalidScales => f.write_str(
+                "scales must be finite and positive with a normal ratio, on integer buffers only",
+            ),
             Self::TableCoords => {
                 f.write_str("tableless rotation takes coordinates as they are: use Coords::Index")
             }

@@ -140,6 +140,7 @@ extern crate std;
 mod apply;
 mod backend;
 mod config;
+mod element;
 mod error;
 mod freq;
 mod math;
@@ -155,7 +156,11 @@ pub struct ReadmeDoctests;
 
 pub use backend::Backend;
 pub use config::{AnglePrecision, Coords, Direction, Layout, Shape};
+pub use element::{Element, Scales};
 pub use error::Error;
+/// The `half` crate, whose `f16` and `bf16` are element types: name them through this
+/// re-export to match rope2d's version.
+pub use half;
 pub use positions::{Grid, Piece, Positions, Run};
 pub use rope::{Direct, DirectAngles, FixedTable, Rope, Source, Table, TableAngles};
 pub use spec::{

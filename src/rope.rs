@@ -10,6 +10,7 @@ use crate::backend::{
     Backend, Computed, ComputedFreqs, IntegerCoords, Job, Pairing, RealCoords, Tables,
 };
 use crate::config::{Coords, Direction, Layout, Shape};
+use crate::element::{Element, sealed::Format};
 use crate::error::Error;
 use crate::freq::{self, PairFreqs};
 use crate::positions::{Order, Positions};
@@ -198,17 +199,31 @@ impl<const A: usize, S: Source<A>> Rope<A, S> {
         self.pairing.layout
     }
 
-    /// Checks a buffer of `len` values and returns its job (prefix split off). Out of line:
-    /// one copy serves `rotate_qk`'s two buffers.
+    /// Checks a buffer of `len` elements of type `E` against `shape` and `positions`, and
+    /// returns its tokens and `E`'s scale ratio. Out of line: one copy serves `rotate_qk`'s two
+    /// buffers.
     #[inline(never)]
-    fn job<'x, Po: Positions<A>>(
+    fn check<E: Element, Po: Positions<A>>(
         &self,
-        x: &'x mut [f32],
+        len: usize,
         shape: Shape,
         positions: &Po,
-        dir: Direction,
-    ) -> Result<Job<'x, ()>, Error> {
-        if let Some(heads) = self.source.heads()
+    ) -> Result<(apply::Tokens, f32), Error> {
+        let order: Order<'_, A> = positions.order();
+        let tokens = self.check_tokens::<E>(len, shape, order.tokens()?)?;
+        order.check(tokens.tokens, self.source.limits())?;
+        Ok((tokens, shape.scales.ratio::<E>()?))
+    }
+
+    /// The checks that do not depend on the positions' kind.
+    fn check_tokens<E: Element>(
+        &self,
+        len: usize,
+        shape: Shape,
+        count: Option<usize>,
+    ) -> Result<apply::Tokens, Error> {
+        let fixed_heads = self.source.heads();
+        if let Some(heads) = fixed_heads
             && heads != shape.heads
         {
             return Err(Error::HeadCount {
@@ -216,46 +231,102 @@ impl<const A: usize, S: Source<A>> Rope<A, S> {
                 actual: shape.heads,
             });
         }
-        let order: Order<'_, A> = positions.order();
-        let (rotated, token_len) = apply::split_tokens(x, shape, self.head_dim, order.tokens()?)?;
-        let count = rotated.len().checked_div(token_len).unwrap_or(0);
-        order.check(count, self.source.limits())?;
-        Ok(Job {
-            x: rotated,
+        let tokens = apply::split_tokens(len, shape, self.head_dim, count)?;
+        // Staging splits a token between heads when it does not fit; RoPE-Mixed's heads
+        // differ and cannot be split.
+        let stageable = if fixed_heads.is_some() {
+            tokens.token_len <= STAGE
+        } else {
+            self.head_dim <= STAGE
+        };
+        if E::FORMAT != Format::F32 && !stageable {
+            return Err(Error::ShapeOverflow);
+        }
+        Ok(tokens)
+    }
+
+    /// The job of an `f32` buffer's rotated tokens.
+    #[inline(always)]
+    fn job<'x>(&self, x: &'x mut [f32], token_len: usize, dir: Direction) -> Job<'x, ()> {
+        Job {
+            x,
             token_len,
             head_dim: self.head_dim,
             pairing: self.pairing,
             dir,
             angles: (),
-        })
+        }
+    }
+
+    /// Rotates a checked buffer: an `f32` one directly, any other type staged.
+    fn run<E: Element, Po: Positions<A>>(
+        &self,
+        x: &mut [E],
+        tokens: apply::Tokens,
+        ratio: f32,
+        positions: Po,
+        dir: Direction,
+    ) {
+        let (prefix, x) = x
+            .split_at_mut_checked(tokens.prefix_len)
+            .unwrap_or_default();
+        if let Some(x) = E::as_f32(x) {
+            let job = self.job(x, tokens.token_len, dir);
+            return self.source.run(self.backend, job, positions);
+        }
+        requantise(prefix, ratio, self.backend);
+        let mut order = positions.order().iter();
+        let mut list = [[0u32; A]; STAGE_TOKENS];
+        let mut listed = usize::MAX;
+        staged(
+            x,
+            tokens,
+            self.head_dim,
+            ratio,
+            self.backend,
+            |buffer, token_len, first, n| {
+                // A token split between heads comes back with the same `first`: same position.
+                if first != listed {
+                    for p in &mut list[..n] {
+                        *p = order.next().unwrap_or([0; A]);
+                    }
+                    listed = first;
+                }
+                let list: &[[u32; A]] = &list[..n];
+                self.source
+                    .run(self.backend, self.job(buffer, token_len, dir), list);
+            },
+        );
     }
 
     /// Rotates a `[tokens][heads][head_dim]` buffer whose tokens after `shape.prefix` are at
     /// `positions` ([`Grid`](crate::Grid), [`Run`](crate::Run), a `&[[u32; A]]` list or
-    /// `&[Piece<A>]`).
+    /// `&[Piece<A>]`). The buffer holds any [`Element`] type: `f32` is rotated in place, the
+    /// others are converted to `f32` block by block and each output rounded back.
     ///
     /// Errors: [`Error::ZeroHeads`], [`Error::BufferLength`], [`Error::TokenCount`] (the
     /// buffer must hold `prefix` plus as many tokens as the positions describe; a bare
     /// [`Run`](crate::Run) takes all of them), [`Error::PositionOutOfRange`] (a coordinate
     /// past a table's extent, or past `u32::MAX`), [`Error::HeadCount`] (RoPE-Mixed),
-    /// [`Error::ShapeOverflow`].
-    pub fn rotate<Po: Positions<A>>(
+    /// [`Error::InvalidScales`], [`Error::ShapeOverflow`] (also: a non-`f32` RoPE-Mixed token
+    /// of more than 4 096 values, 512 on bare metal — the staging buffer).
+    pub fn rotate<E: Element, Po: Positions<A>>(
         &self,
-        x: &mut [f32],
+        x: &mut [E],
         shape: Shape,
         positions: Po,
         dir: Direction,
     ) -> Result<(), Error> {
-        let job = self.job(x, shape, &positions, dir)?;
-        self.source.run(self.backend, job, positions);
+        let (tokens, ratio) = self.check::<E, Po>(x.len(), shape, &positions)?;
+        self.run(x, tokens, ratio, positions, dir);
         Ok(())
     }
 
     /// [`rotate`](Self::rotate) with one explicit position per token (patch dropping, any
     /// order).
-    pub fn rotate_at(
+    pub fn rotate_at<E: Element>(
         &self,
-        x: &mut [f32],
+        x: &mut [E],
         shape: Shape,
         positions: &[[u32; A]],
         dir: Direction,
@@ -266,18 +337,18 @@ impl<const A: usize, S: Source<A>> Rope<A, S> {
     /// [`rotate`](Self::rotate) for queries and keys of the same shape and positions;
     /// neither is touched unless both are valid. (With grouped-query attention, call
     /// `rotate` once for each.)
-    pub fn rotate_qk<Po: Positions<A>>(
+    pub fn rotate_qk<E: Element, Po: Positions<A>>(
         &self,
-        q: &mut [f32],
-        k: &mut [f32],
+        q: &mut [E],
+        k: &mut [E],
         shape: Shape,
         positions: Po,
         dir: Direction,
     ) -> Result<(), Error> {
-        let q = self.job(q, shape, &positions, dir)?;
-        let k = self.job(k, shape, &positions, dir)?;
-        self.source.run(self.backend, q, positions);
-        self.source.run(self.backend, k, positions);
+        let (q_tokens, ratio) = self.check::<E, Po>(q.len(), shape, &positions)?;
+        let (k_tokens, _) = self.check::<E, Po>(k.len(), shape, &positions)?;
+        self.run(q, q_tokens, ratio, positions, dir);
+        self.run(k, k_tokens, ratio, positions, dir);
         Ok(())
     }
 
@@ -286,9 +357,9 @@ impl<const A: usize, S: Source<A>> Rope<A, S> {
     /// Errors: [`Error::HeadLength`], [`Error::PositionOutOfRange`]; [`Error::HeadCount`] for
     /// RoPE-Mixed with more than one head (its frequencies differ per head: rotate whole
     /// tokens with [`rotate_at`](Self::rotate_at)).
-    pub fn rotate_head(
+    pub fn rotate_head<E: Element>(
         &self,
-        head: &mut [f32],
+        head: &mut [E],
         position: [u32; A],
         dir: Direction,
     ) -> Result<(), Error> {
@@ -549,9 +620,9 @@ impl<'f, const A: usize, P: Plan<A>> Direct<'f, A, P> {
     /// exactly as given.
     ///
     /// Errors: those of [`rotate`](Rope::rotate), [`Error::NonFiniteCoordinate`].
-    pub fn rotate_coords(
+    pub fn rotate_coords<E: Element>(
         &self,
-        x: &mut [f32],
+        x: &mut [E],
         shape: Shape,
         coords: &[[f32; A]],
         dir: Direction,
@@ -559,30 +630,91 @@ impl<'f, const A: usize, P: Plan<A>> Direct<'f, A, P> {
         if coords.iter().flatten().any(|c| !c.is_finite()) {
             return Err(Error::NonFiniteCoordinate);
         }
-        if let Some(heads) = sealed::SourceImpl::<A>::heads(&self.source)
-            && heads != shape.heads
-        {
-            return Err(Error::HeadCount {
-                expected: heads,
-                actual: shape.heads,
-            });
-        }
-        let (rotated, token_len) =
-            apply::split_tokens(x, shape, self.head_dim, Some(coords.len()))?;
-        let job = Job {
-            x: rotated,
-            token_len,
-            head_dim: self.head_dim,
-            pairing: self.pairing,
-            dir,
-            angles: (),
-        };
-        self.backend.run(job.with(Computed {
+        let tokens = self.check_tokens::<E>(x.len(), shape, Some(coords.len()))?;
+        let ratio = shape.scales.ratio::<E>()?;
+        let computed = |coords| Computed {
             plan: self.source.plan,
             freqs: self.source.freqs,
             mscale: self.source.mscale,
             coords: RealCoords(coords),
-        }));
+        };
+        let (prefix, x) = x
+            .split_at_mut_checked(tokens.prefix_len)
+            .unwrap_or_default();
+        if let Some(x) = E::as_f32(x) {
+            let job = self.job(x, tokens.token_len, dir);
+            self.backend.run(job.with(computed(coords)));
+            return Ok(());
+        }
+        requantise(prefix, ratio, self.backend);
+        staged(
+            x,
+            tokens,
+            self.head_dim,
+            ratio,
+            self.backend,
+            |buffer, token_len, first, n| {
+                let here = coords.get(first..first + n).unwrap_or_default();
+                let job = self.job(buffer, token_len, dir);
+                self.backend.run(job.with(computed(here)));
+            },
+        );
         Ok(())
+    }
+}
+
+/// `f32` values a staged rotation converts at a time (16 KiB of stack; 2 KiB on bare metal).
+const STAGE: usize = if cfg!(target_os = "none") { 512 } else { 4096 };
+/// Tokens a staged rotation converts at a time (their positions are listed on the stack).
+const STAGE_TOKENS: usize = 64;
+
+/// Brings the unrotated prefix of an integer buffer to the output scale (nothing to do when
+/// the scales are the same): every value of a buffer is at one scale after a call.
+fn requantise<E: Element>(prefix: &mut [E], ratio: f32, backend: Backend) {
+    if ratio == 1.0 {
+        return;
+    }
+    let mut buffer = [0.0f32; STAGE];
+    for chunk in prefix.chunks_mut(STAGE) {
+        let here = &mut buffer[..chunk.len()];
+        backend.load(chunk, here, ratio);
+        backend.store(here, chunk);
+    }
+}
+
+/// Rotates `x` (the rotated tokens of a checked buffer of `E`) in `f32`: up to [`STAGE`]
+/// values at a time are converted into a stack buffer (times `ratio` for integer types),
+/// rotated by `rotate(buffer, token_len, first_token, tokens)` and rounded back. A token
+/// larger than the buffer is split between whole heads (`rotate` sees the same
+/// `first_token` once per group of heads).
+fn staged<E: Element>(
+    x: &mut [E],
+    tokens: apply::Tokens,
+    head_dim: usize,
+    ratio: f32,
+    backend: Backend,
+    mut rotate: impl FnMut(&mut [f32], usize, usize, usize),
+) {
+    let mut buffer = [0.0f32; STAGE];
+    let token_len = tokens.token_len;
+    if token_len <= STAGE {
+        let per = (STAGE / token_len).clamp(1, STAGE_TOKENS);
+        for (i, chunk) in x.chunks_mut(per * token_len).enumerate() {
+            let here = &mut buffer[..chunk.len()];
+            backend.load(chunk, here, ratio);
+            rotate(here, token_len, i * per, chunk.len() / token_len);
+            backend.store(here, chunk);
+        }
+    } else {
+        // `check_tokens` made sure that a head fits.
+        let group = (STAGE / head_dim).max(1) * head_dim;
+        for (t, token) in x.chunks_mut(token_len).enumerate() {
+            for heads in token.chunks_mut(group) {
+                let here = &mut buffer[..heads.len()];
+                backend.load(heads, here, ratio);
+                rotate(here, heads.len(), t, 1);
+                backend.store(here, heads);
+            }
+        }
     }
 }

@@ -139,6 +139,10 @@ typedef uint32_t rope2d_direction;
 // Tableless rotation needs index coordinates on every axis.
 #define ROPE2D_ERROR_TABLE_COORDS 30
 
+// Integer scales must be finite and positive with a normal ratio (not used by the float
+// interface; reserved).
+#define ROPE2D_ERROR_INVALID_SCALES 31
+
 // An error this version of the C interface has no code for (a newer crate).
 #define ROPE2D_ERROR_UNKNOWN 99
 

@@ -41,6 +41,9 @@ pub(crate) fn is_available() -> bool {
     super::x86::features() & super::x86::AVX2_FMA != 0
 }
 
+/// Element conversions: the reference ones.
+pub(crate) use crate::element::{load, store};
+
 pub(crate) fn run<A: AngleSource>(job: Job<'_, A>) {
     if is_available() {
         // SAFETY: the CPU supports AVX2 and FMA, checked just above.

@@ -46,6 +46,9 @@ pub(crate) fn is_available() -> bool {
 #[cfg(feature = "avx2")]
 const BEYOND_L2_FLOATS: usize = 1 << 18;
 
+/// Element conversions: the reference ones.
+pub(crate) use crate::element::{load, store};
+
 pub(crate) fn run<A: AngleSource>(job: Job<'_, A>) {
     if is_available() {
         #[cfg(feature = "avx2")]

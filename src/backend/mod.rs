@@ -24,6 +24,7 @@ pub(crate) use engine::{AngleSource, Computed, ComputedFreqs, IntegerCoords, Rea
 use core::mem::MaybeUninit;
 
 use crate::config::{Direction, Layout};
+use crate::element::Element;
 
 /// Which elements pair up: `layout`, within the first `2 · pairs` elements of each head
 /// (the rotary dimension). The half layout pairs `(v[k], v[k + pairs])`.
@@ -275,6 +276,21 @@ macro_rules! registry {
             pub(crate) fn run<A: AngleSource>(self, job: Job<'_, A>) {
                 match self {
                     $(#[cfg($($cfg)*)] Backend::$variant => $module::run(job),)*
+                }
+            }
+
+            /// Converts `src` to `f32` into `dst` (same length), times `ratio` for integer
+            /// types: exactly as `element::load` does, with the backend's instructions.
+            pub(crate) fn load<E: Element>(self, src: &[E], dst: &mut [f32], ratio: f32) {
+                match self {
+                    $(#[cfg($($cfg)*)] Backend::$variant => $module::load(src, dst, ratio),)*
+                }
+            }
+
+            /// Rounds `src` into `dst` (same length): exactly as `element::store` does.
+            pub(crate) fn store<E: Element>(self, src: &[f32], dst: &mut [E]) {
+                match self {
+                    $(#[cfg($($cfg)*)] Backend::$variant => $module::store(src, dst),)*
                 }
             }
         }

@@ -45,6 +45,9 @@ pub(crate) fn is_available() -> bool {
     }
 }
 
+/// Element conversions: the reference ones.
+pub(crate) use crate::element::{load, store};
+
 pub(crate) fn run<A: AngleSource>(job: Job<'_, A>) {
     if is_available() {
         // SAFETY: the CPU supports NEON, checked just above.

@@ -27,6 +27,9 @@ pub(crate) fn is_available() -> bool {
     true
 }
 
+/// Element conversions: the reference ones (LLVM vectorises them).
+pub(crate) use crate::element::{load, store};
+
 pub(crate) fn run<A: AngleSource>(job: Job<'_, A>) {
     drive::<Portable, A>(job);
 }

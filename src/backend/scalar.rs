@@ -14,6 +14,9 @@ pub(crate) fn is_available() -> bool {
     true
 }
 
+/// Element conversions: the reference ones.
+pub(crate) use crate::element::{load, store};
+
 pub(crate) fn run<A: AngleSource>(job: Job<'_, A>) {
     drive::<Scalar, A>(job);
 }

@@ -1,0 +1,296 @@
+//! The element types a buffer can hold: `f32`, `f16` and `bf16` (the `half` crate's), and
+//! quantised `i16` and `i8`. Every rotation runs in `f32`; another type is converted on load
+//! and rounded on store ([`Element`]), block by block through a stack buffer
+//! (`rope.rs`, `staged`), so the kernels exist once.
+
+#![forbid(unsafe_code)]
+
+use half::{bf16, f16};
+
+use crate::error::Error;
+
+/// An element type rope2d rotates in place: `f32`, [`half::f16`], [`half::bf16`] (floats:
+/// converted exactly to `f32`, rotated, each output rounded to nearest-even — the correctly
+/// rounded value of the `f32` result), or `i16` / `i8` (symmetric quantisation: see
+/// [`Scales`]; outputs rounded to nearest-even and saturated).
+///
+/// Sealed: the crate implements it for exactly these five types.
+pub trait Element: sealed::ElementImpl {}
+
+impl Element for f32 {}
+impl Element for f16 {}
+impl Element for bf16 {}
+impl Element for i16 {}
+impl Element for i8 {}
+
+/// The quantisation of an integer buffer: a stored value `q` means `q · input` before the
+/// rotation, and an output value `v` is stored as `round(v / output)`, saturated to the type's
+/// range. Q15 (`i16`, scale 2⁻¹⁵ both ways) and Q7 (`i8`, 2⁻⁷) are [`Scales::SAME`]: the
+/// default of [`Shape`](crate::Shape).
+///
+/// Supported: `input` and `output` finite and positive, with `input / output` a finite normal
+/// `f32` (any ratio a model's requantisation uses; outputs beyond the type's range saturate,
+/// by design). Anything else is [`Error::InvalidScales`], as are scales other than `SAME` on a
+/// float buffer.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Scales {
+    /// The scale of the stored inputs.
+    pub input: f32,
+    /// The scale of the stored outputs.
+    pub output: f32,
+}
+
+impl Scales {
+    /// The same scale in and out (Q15 for `i16`, Q7 for `i8`; the only scales of floats).
+    pub const SAME: Scales = Scales {
+        input: 1.0,
+        output: 1.0,
+    };
+
+    /// `input / output`, the factor between a stored input and a stored output, checked.
+    pub(crate) fn ratio<E: Element>(self) -> Result<f32, Error> {
+        if self == Self::SAME {
+            return Ok(1.0);
+        }
+        let ratio = self.input / self.output;
+        let valid = self.input.is_finite()
+            && self.input > 0.0
+            && self.output.is_finite()
+            && self.output > 0.0
+            && ratio.is_normal();
+        if E::INTEGER && valid {
+            Ok(ratio)
+        } else {
+            Err(Error::InvalidScales)
+        }
+    }
+}
+
+/// Converts `src` into `dst` (the same length), times `ratio` for integer types (floats:
+/// exactly, `ratio` is 1).
+#[inline]
+pub(crate) fn load<E: Element>(src: &[E], dst: &mut [f32], ratio: f32) {
+    if E::INTEGER {
+        for (d, s) in dst.iter_mut().zip(src) {
+            *d = s.to_f32() * ratio;
+        }
+    } else {
+        for (d, s) in dst.iter_mut().zip(src) {
+            *d = s.to_f32();
+        }
+    }
+}
+
+/// Rounds `src` into `dst` (the same length): nearest-even, integers saturated.
+#[inline]
+pub(crate) fn store<E: Element>(src: &[f32], dst: &mut [E]) {
+    for (d, &s) in dst.iter_mut().zip(src) {
+        *d = E::from_f32(s);
+    }
+}
+
+pub(crate) mod sealed {
+    use super::*;
+
+    /// How the arch backends recognise a type they convert with vector instructions.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Format {
+        F32,
+        F16,
+        Bf16,
+        I16,
+        I8,
+    }
+
+    /// What the crate needs of an element type.
+    pub trait ElementImpl: Copy + Default + PartialEq + core::fmt::Debug + 'static {
+        /// Which type this is.
+        const FORMAT: Format;
+        /// Quantised: loads take a scale ratio, stores saturate.
+        const INTEGER: bool;
+        /// The buffer itself when it is `f32` (rotated without staging).
+        fn as_f32(x: &mut [Self]) -> Option<&mut [f32]>;
+        /// The exact `f32` value.
+        fn to_f32(self) -> f32;
+        /// `v` rounded to nearest-even (integers: saturated; NaN becomes 0).
+        fn from_f32(v: f32) -> Self;
+    }
+
+    impl ElementImpl for f32 {
+        const FORMAT: Format = Format::F32;
+        const INTEGER: bool = false;
+        #[inline(always)]
+        fn as_f32(x: &mut [Self]) -> Option<&mut [f32]> {
+            Some(x)
+        }
+        #[inline(always)]
+        fn to_f32(self) -> f32 {
+            self
+        }
+        #[inline(always)]
+        fn from_f32(v: f32) -> Self {
+            v
+        }
+    }
+
+    impl ElementImpl for f16 {
+        const FORMAT: Format = Format::F16;
+        const INTEGER: bool = false;
+        #[inline(always)]
+        fn as_f32(_: &mut [Self]) -> Option<&mut [f32]> {
+            None
+        }
+        #[inline(always)]
+        fn to_f32(self) -> f32 {
+            f16::to_f32(self)
+        }
+        #[inline(always)]
+        fn from_f32(v: f32) -> Self {
+            f16::from_f32(v)
+        }
+    }
+
+    impl ElementImpl for bf16 {
+        const FORMAT: Format = Format::Bf16;
+        const INTEGER: bool = false;
+        #[inline(always)]
+        fn as_f32(_: &mut [Self]) -> Option<&mut [f32]> {
+            None
+        }
+        #[inline(always)]
+        fn to_f32(self) -> f32 {
+            bf16::to_f32(self)
+        }
+        #[inline(always)]
+        fn from_f32(v: f32) -> Self {
+            bf16::from_f32(v)
+        }
+    }
+
+    /// `v` rounded to an integer, nearest-even, in `f32` without `libm`: adding and removing
+    /// 1.5·2²³ leaves the rounded value (below 2²³ in magnitude; above, `v` is an integer).
+    #[inline(always)]
+    fn round_ties_even(v: f32) -> f32 {
+        const MAGIC: f32 = 12_582_912.0;
+        if v.abs() < 8_388_608.0 {
+            (v + MAGIC) - MAGIC
+        } else {
+            v
+        }
+    }
+
+    impl ElementImpl for i16 {
+        const FORMAT: Format = Format::I16;
+        const INTEGER: bool = true;
+        #[inline(always)]
+        fn as_f32(_: &mut [Self]) -> Option<&mut [f32]> {
+            None
+        }
+        #[inline(always)]
+        fn to_f32(self) -> f32 {
+            f32::from(self)
+        }
+        #[inline(always)]
+        fn from_f32(v: f32) -> Self {
+            // `as` saturates (and maps NaN to 0).
+            round_ties_even(v) as i16
+        }
+    }
+
+    impl ElementImpl for i8 {
+        const FORMAT: Format = Format::I8;
+        const INTEGER: bool = true;
+        #[inline(always)]
+        fn as_f32(_: &mut [Self]) -> Option<&mut [f32]> {
+            None
+        }
+        #[inline(always)]
+        fn to_f32(self) -> f32 {
+            f32::from(self)
+        }
+        #[inline(always)]
+        fn from_f32(v: f32) -> Self {
+            round_ties_even(v) as i8
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sealed::ElementImpl;
+    use super::*;
+
+    #[test]
+    fn integer_rounding_is_nearest_even_and_saturating() {
+        let cases = [
+            (0.5f32, 0i16),
+            (1.5, 2),
+            (2.5, 2),
+            (-0.5, 0),
+            (-1.5, -2),
+            (-2.5, -2),
+            (0.49999997, 0),
+            (32766.5, 32766),
+            (32767.4, 32767),
+            (40000.0, 32767),
+            (-40000.0, -32768),
+            (1e30, 32767),
+            (f32::NAN, 0),
+        ];
+        for (v, want) in cases {
+            assert_eq!(i16::from_f32(v), want, "{v}");
+        }
+        assert_eq!(i8::from_f32(127.5), 127);
+        assert_eq!(i8::from_f32(-128.5), -128);
+        assert_eq!(i8::from_f32(-3.5), -4);
+    }
+
+    #[test]
+    fn float_conversions_round_to_nearest_even() {
+        // 1 + 2^-11 is halfway between two f16 values: ties to the even one (1.0).
+        assert_eq!(f16::from_f32(1.0 + 2f32.powi(-11)), f16::ONE);
+        assert_eq!(bf16::from_f32(1.0 + 2f32.powi(-8)), bf16::ONE);
+        for bits in 0..=u16::MAX {
+            let h = f16::from_bits(bits);
+            let round_trip = <f16 as ElementImpl>::from_f32(h.to_f32());
+            assert!(
+                round_trip == h || h.is_nan() && round_trip.is_nan(),
+                "f16 {bits:#x}"
+            );
+            let b = bf16::from_bits(bits);
+            let round_trip = <bf16 as ElementImpl>::from_f32(b.to_f32());
+            assert!(
+                round_trip == b || b.is_nan() && round_trip.is_nan(),
+                "bf16 {bits:#x}"
+            );
+        }
+    }
+
+    #[test]
+    fn scales_are_checked() {
+        assert_eq!(Scales::SAME.ratio::<f16>(), Ok(1.0));
+        assert_eq!(Scales::SAME.ratio::<i8>(), Ok(1.0));
+        let s = Scales {
+            input: 0.05,
+            output: 0.04,
+        };
+        assert_eq!(s.ratio::<i16>(), Ok(0.05 / 0.04));
+        assert_eq!(s.ratio::<f32>(), Err(Error::InvalidScales));
+        for (input, output) in [
+            (0.0, 1.0),
+            (1.0, 0.0),
+            (-1.0, 1.0),
+            (f32::NAN, 1.0),
+            (1.0, f32::INFINITY),
+            (f32::MAX, 1e-30),
+            (1e-30, f32::MAX),
+        ] {
+            assert_eq!(
+                Scales { input, output }.ratio::<i8>(),
+                Err(Error::InvalidScales),
+                "{input} / {output}"
+            );
+        }
+    }
+}

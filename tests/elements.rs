@@ -1,0 +1,454 @@
+//! Buffers of `f16`, `bf16`, `i16` and `i8` through every entry point.
+//!
+//! - **The staging is exact**: on every backend, a buffer of `E` gives bit for bit
+//!   `round_E(the f32 rotation of its values)` (integers: of its values times the scale
+//!   ratio), for every plan kind (sections, gathered, RoPE-Mixed, tableless, real
+//!   coordinates), both layouts and directions, a prefix, q and k, one head, buffers larger
+//!   than the staging buffer (tokens split between heads) and more tokens than one stage.
+//! - **Accuracy against f64**, over every value of small grids (rope-vit 2-D, LLaMA and NeoX
+//!   1-D): floats within `½ ulp_E(out) + 2.5e-7·(|a| + |b|)` of the exact rotation of the
+//!   stored inputs — within 1 ulp of the type unless the rotation cancels below
+//!   `2⁻¹²·(|a| + |b|)` (f16) — and integers within 1 LSB of `round(exact · ratio)`,
+//!   saturated.
+//! - Errors: invalid scales, scales on floats, a RoPE-Mixed token larger than the stage;
+//!   nothing written on error.
+
+use rope2d::half::{bf16, f16};
+use rope2d::{
+    Backend, Direct, Direction, Element, Error, Grid, Layout, LearnedFreqs, Run, Shape, Table,
+    preset,
+};
+
+fn backends() -> Vec<Backend> {
+    Backend::ALL
+        .iter()
+        .copied()
+        .filter(|b| b.is_available())
+        .collect()
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform in [−4, 4).
+    fn value(&mut self) -> f64 {
+        ((self.next() >> 40) as f64 / (1u64 << 24) as f64) * 8.0 - 4.0
+    }
+}
+
+/// What the tests need of an element type: conversions written independently of the crate's.
+trait Ty: Element + Copy + PartialEq + std::fmt::Debug {
+    const NAME: &'static str;
+    const QUANTISED: bool;
+    fn from_f64(v: f64) -> Self;
+    fn to_f64(self) -> f64;
+    /// Round to nearest-even (integers: saturating).
+    fn round(v: f32) -> Self;
+    /// The spacing of the type's values at `v` (integers: 1).
+    fn ulp(v: f64) -> f64;
+    fn same(a: Self, b: Self) -> bool {
+        a == b || a.to_f64().is_nan() && b.to_f64().is_nan()
+    }
+}
+
+impl Ty for f16 {
+    const NAME: &'static str = "f16";
+    const QUANTISED: bool = false;
+    fn from_f64(v: f64) -> Self {
+        f16::from_f64(v)
+    }
+    fn to_f64(self) -> f64 {
+        f16::to_f64(self)
+    }
+    fn round(v: f32) -> Self {
+        f16::from_f32(v)
+    }
+    fn ulp(v: f64) -> f64 {
+        let e = v.abs().log2().floor().max(-14.0);
+        2f64.powf(e - 10.0)
+    }
+}
+
+impl Ty for bf16 {
+    const NAME: &'static str = "bf16";
+    const QUANTISED: bool = false;
+    fn from_f64(v: f64) -> Self {
+        bf16::from_f64(v)
+    }
+    fn to_f64(self) -> f64 {
+        bf16::to_f64(self)
+    }
+    fn round(v: f32) -> Self {
+        bf16::from_f32(v)
+    }
+    fn ulp(v: f64) -> f64 {
+        let e = v.abs().log2().floor().max(-126.0);
+        2f64.powf(e - 7.0)
+    }
+}
+
+macro_rules! int_ty {
+    ($t:ty) => {
+        impl Ty for $t {
+            const NAME: &'static str = stringify!($t);
+            const QUANTISED: bool = true;
+            fn from_f64(v: f64) -> Self {
+                (v * <$t>::MAX as f64 / 4.0).round() as $t
+            }
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            fn round(v: f32) -> Self {
+                let r = v.round_ties_even();
+                r.clamp(<$t>::MIN as f32, <$t>::MAX as f32) as $t
+            }
+            fn ulp(_: f64) -> f64 {
+                1.0
+            }
+        }
+    };
+}
+int_ty!(i16);
+int_ty!(i8);
+
+/// Random values of `E` (integers over their whole range, saturation included).
+fn values<E: Ty>(rng: &mut Rng, len: usize) -> Vec<E> {
+    (0..len).map(|_| E::from_f64(rng.value())).collect()
+}
+
+/// On every backend: `op_e` on `input` (type `E`) against `op_f` on its `f32` values (times
+/// `ratio`), rounded to `E`: bit for bit.
+fn staged_is_exact<E: Ty>(
+    input: &[E],
+    ratio: f32,
+    what: &str,
+    op_e: impl Fn(Backend, &mut [E]),
+    op_f: impl Fn(Backend, &mut [f32]),
+) {
+    for backend in backends() {
+        let mut got = input.to_vec();
+        op_e(backend, &mut got);
+        let mut want: Vec<f32> = input
+            .iter()
+            .map(|v| {
+                if E::QUANTISED {
+                    v.to_f64() as f32 * ratio
+                } else {
+                    v.to_f64() as f32
+                }
+            })
+            .collect();
+        op_f(backend, &mut want);
+        for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                E::same(g, E::round(w)),
+                "{} {what} on {backend:?}: value {i} is {g:?}, round(f32 result {w}) is {:?}",
+                E::NAME,
+                E::round(w)
+            );
+        }
+    }
+}
+
+/// `op` twice: once over `E`, once over `f32`, each on a backend.
+macro_rules! both {
+    (|$b:ident, $x:ident| $body:expr) => {
+        (
+            |$b: Backend, $x: &mut [E]| $body,
+            |$b: Backend, $x: &mut [f32]| $body,
+        )
+    };
+}
+
+fn every_plan<E: Ty>(scales: (f32, f32)) {
+    let ratio = if scales == (1.0, 1.0) {
+        1.0
+    } else {
+        scales.0 / scales.1
+    };
+    // The f32 side of `both!` takes no scales (its inputs are already scaled).
+    fn scaled<T: 'static>(_: &[T], heads: usize, scales: (f32, f32)) -> Shape {
+        if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
+            Shape::heads(heads)
+        } else {
+            Shape::heads(heads).with_scales(scales.0, scales.1)
+        }
+    }
+    let mut rng = Rng(0x1234_5678 ^ E::NAME.len() as u64);
+    let dirs = [Direction::Forward, Direction::Inverse];
+    for layout in [Layout::Interleaved, Layout::Half] {
+        for dir in dirs {
+            // 2-D sections over a grid, with a prefix; q and k; one head.
+            let d = 32;
+            let spec = preset::axial(d, layout, preset::AxisOrder::RowFirst, 100.0);
+            let mut storage = vec![[0.0f32; 2]; Table::storage_len(&spec, [5, 7]).unwrap()];
+            let table = Table::build(&mut storage, &spec, [5, 7]).unwrap();
+            let grid = Grid::new([5, 7]);
+            let len = (2 + 35) * 3 * d;
+            let input = values::<E>(&mut rng, len);
+            let with = |b| table.with_backend(b).unwrap();
+            let (op_e, op_f) = both!(|b, x| with(b)
+                .rotate(x, scaled(x, 3, scales).with_prefix(2), grid, dir)
+                .unwrap());
+            staged_is_exact(&input, ratio, "2-D grid", op_e, op_f);
+            let (op_e, op_f) = both!(|b, x| {
+                let shape = scaled(x, 1, scales);
+                let (q, k) = x.split_at_mut(35 * d);
+                with(b).rotate_qk(q, k, shape, grid, dir).unwrap()
+            });
+            staged_is_exact(&input[..2 * 35 * d], ratio, "2-D q and k", op_e, op_f);
+            let (op_e, op_f) = both!(|b, x| with(b).rotate_head(&mut x[..d], [4, 6], dir).unwrap());
+            staged_is_exact(&input[..d], 1.0, "2-D one head", op_e, op_f);
+
+            // 1-D: more tokens than one stage, a run from 1000, tableless and explicit.
+            let spec = preset::rope_1d(64, layout, 10_000.0);
+            let direct = Direct::new(&spec).unwrap();
+            let input = values::<E>(&mut rng, 150 * 2 * 64);
+            let (op_e, op_f) = both!(|b, x| direct
+                .with_backend(b)
+                .unwrap()
+                .rotate(x, scaled(x, 2, scales), Run::from([1000]), dir)
+                .unwrap());
+            staged_is_exact(&input, ratio, "1-D run, 150 tokens", op_e, op_f);
+
+            // Tokens larger than the staging buffer: 40 heads of 128 (split between heads).
+            let spec = preset::rope_1d(128, layout, 10_000.0);
+            let direct = Direct::new(&spec).unwrap();
+            let input = values::<E>(&mut rng, 3 * 40 * 128);
+            let positions = [[7u32], [70_000], [3]];
+            let (op_e, op_f) = both!(|b, x| direct
+                .with_backend(b)
+                .unwrap()
+                .rotate_at(x, scaled(x, 40, scales), &positions, dir)
+                .unwrap());
+            staged_is_exact(&input, ratio, "1-D, 40 heads of 128", op_e, op_f);
+
+            // Gathered plan (Qwen3-VL interleaved M-RoPE) and real coordinates (Wan).
+            let spec = preset::qwen3_vl_mrope(64, 1e6, [12, 10, 10]);
+            let direct = Direct::new(&spec).unwrap();
+            let pieces = preset::mrope_positions(2, [1, 4, 6], 2, 3);
+            let input = values::<E>(&mut rng, (2 + 6 + 3) * 2 * 64);
+            let (op_e, op_f) = both!(|b, x| direct
+                .with_backend(b)
+                .unwrap()
+                .rotate(x, scaled(x, 2, scales), &pieces[..], dir)
+                .unwrap());
+            staged_is_exact(&input, ratio, "M-RoPE pieces", op_e, op_f);
+            let spec = preset::wan(48, 10_000.0);
+            let direct = Direct::new(&spec).unwrap();
+            let coords = [[0.5f32, 1.25, 7.0], [2.0, 0.0, 3.5]];
+            let input = values::<E>(&mut rng, 2 * 48);
+            let (op_e, op_f) = both!(|b, x| direct
+                .with_backend(b)
+                .unwrap()
+                .rotate_coords(x, scaled(x, 1, scales), &coords, dir)
+                .unwrap());
+            staged_is_exact(&input, ratio, "real coordinates", op_e, op_f);
+        }
+    }
+    // RoPE-Mixed (summed, per-head frequencies).
+    let (heads, d) = (3, 16);
+    let fx: Vec<f32> = (0..heads * d / 2).map(|i| 0.1 * i as f32).collect();
+    let fy: Vec<f32> = (0..heads * d / 2).map(|i| 0.05 * i as f32 - 1.0).collect();
+    let spec = preset::rope_mixed(d, heads, LearnedFreqs { x: &fx, y: &fy });
+    let mut storage = vec![[0.0f32; 2]; Table::storage_len(&spec, [4, 4]).unwrap()];
+    let table = Table::build(&mut storage, &spec, [4, 4]).unwrap();
+    let input = values::<E>(&mut rng, 16 * heads * d);
+    let (op_e, op_f) = both!(|b, x| table
+        .with_backend(b)
+        .unwrap()
+        .rotate(
+            x,
+            scaled(x, heads, scales),
+            Grid::new([4, 4]),
+            Direction::Forward
+        )
+        .unwrap());
+    staged_is_exact(&input, ratio, "RoPE-Mixed", op_e, op_f);
+}
+
+#[test]
+fn staging_is_exact_for_every_type_and_plan() {
+    every_plan::<f16>((1.0, 1.0));
+    every_plan::<bf16>((1.0, 1.0));
+    every_plan::<i16>((1.0, 1.0));
+    every_plan::<i16>((0.05, 0.04));
+    every_plan::<i8>((1.0, 1.0));
+    every_plan::<i8>((0.1, 0.25));
+}
+
+/// Rotates `x` (pairs per `layout`) in f64 by the angle of each pair.
+fn rotate_f64(x: &mut [f64], d: usize, layout: Layout, angle: impl Fn(usize) -> f64) {
+    for k in 0..d / 2 {
+        let (i, j) = match layout {
+            Layout::Interleaved => (2 * k, 2 * k + 1),
+            Layout::Half => (k, k + d / 2),
+        };
+        let (s, c) = angle(k).sin_cos();
+        let (a, b) = (x[i], x[j]);
+        x[i] = a * c - b * s;
+        x[j] = a * s + b * c;
+    }
+}
+
+/// Every output of a rotation of `E` against the f64 rotation of the stored inputs.
+fn accuracy<E: Ty>(d: usize, layout: Layout, ratio: f64, got: &[E], input: &[E], exact: &[f64]) {
+    let mut within_one_ulp = 0;
+    for (i, (&g, &want)) in got.iter().zip(exact).enumerate() {
+        let want = want * ratio;
+        let token = i / d * d;
+        let k = match layout {
+            Layout::Interleaved => i % d / 2,
+            Layout::Half => i % d % (d / 2),
+        };
+        let (pi, pj) = match layout {
+            Layout::Interleaved => (2 * k, 2 * k + 1),
+            Layout::Half => (k, k + d / 2),
+        };
+        let ab = (input[token + pi].to_f64().abs() + input[token + pj].to_f64().abs()) * ratio;
+        let g = g.to_f64();
+        if E::QUANTISED {
+            let max = if E::NAME == "i16" { 32767.0 } else { 127.0 };
+            let target = want.round().clamp(-max - 1.0, max);
+            assert!(
+                (g - target).abs() <= 1.0,
+                "{} value {i}: {g} vs {want}",
+                E::NAME
+            );
+        } else {
+            let bound = E::ulp(g) / 2.0 + 2.5e-7 * ab;
+            assert!(
+                (g - want).abs() <= bound,
+                "{} value {i}: {g} vs {want} (bound {bound})",
+                E::NAME
+            );
+            within_one_ulp += usize::from((g - want).abs() <= E::ulp(g));
+        }
+    }
+    if !E::QUANTISED {
+        // Cancellation is rare in random data: nearly every output is within 1 ulp.
+        assert!(
+            within_one_ulp * 1000 >= got.len() * 995,
+            "{}: {within_one_ulp} of {}",
+            E::NAME,
+            got.len()
+        );
+    }
+}
+
+fn accuracy_small_grids<E: Ty>(scales: (f32, f32)) {
+    let ratio = f64::from(scales.0) / f64::from(scales.1);
+    let mut rng = Rng(99);
+    for layout in [Layout::Interleaved, Layout::Half] {
+        for backend in backends() {
+            // rope-vit 2-D, 6 × 6, d 16, 2 heads.
+            let d = 16;
+            let spec = preset::axial(d, layout, preset::AxisOrder::ColFirst, 100.0);
+            let mut storage = vec![[0.0f32; 2]; Table::storage_len(&spec, [6, 6]).unwrap()];
+            let table = Table::build(&mut storage, &spec, [6, 6])
+                .unwrap()
+                .with_backend(backend)
+                .unwrap();
+            let input = values::<E>(&mut rng, 36 * 2 * d);
+            let mut got = input.clone();
+            let shape = Shape::heads(2).with_scales(scales.0, scales.1);
+            table
+                .rotate(&mut got, shape, Grid::new([6, 6]), Direction::Forward)
+                .unwrap();
+            let mut exact: Vec<f64> = input.iter().map(|v| v.to_f64()).collect();
+            for (t, token) in exact.chunks_mut(2 * d).enumerate() {
+                let (row, col) = ((t / 6) as f64, (t % 6) as f64);
+                for head in token.chunks_mut(d) {
+                    rotate_f64(head, d, layout, |k| {
+                        let (c, j) = if k < d / 4 {
+                            (col, k)
+                        } else {
+                            (row, k - d / 4)
+                        };
+                        c * 100f64.powf(-4.0 * j as f64 / d as f64)
+                    });
+                }
+            }
+            accuracy(d, layout, ratio, &got, &input, &exact);
+
+            // 1-D, positions 0 … 4 095 (LLaMA / NeoX), d 8, 1 head: every position.
+            let d = 8;
+            let direct = Direct::new(&preset::rope_1d(d, layout, 10_000.0))
+                .unwrap()
+                .with_backend(backend)
+                .unwrap();
+            let input = values::<E>(&mut rng, 4096 * d);
+            let mut got = input.clone();
+            let shape = Shape::heads(1).with_scales(scales.0, scales.1);
+            direct
+                .rotate(&mut got, shape, Run::from([0]), Direction::Forward)
+                .unwrap();
+            let mut exact: Vec<f64> = input.iter().map(|v| v.to_f64()).collect();
+            for (p, head) in exact.chunks_mut(d).enumerate() {
+                rotate_f64(head, d, layout, |k| {
+                    p as f64 * 10_000f64.powf(-2.0 * k as f64 / d as f64)
+                });
+            }
+            accuracy(d, layout, ratio, &got, &input, &exact);
+        }
+    }
+}
+
+#[test]
+fn accuracy_against_f64() {
+    accuracy_small_grids::<f16>((1.0, 1.0));
+    accuracy_small_grids::<bf16>((1.0, 1.0));
+    accuracy_small_grids::<i16>((1.0, 1.0));
+    accuracy_small_grids::<i16>((0.05, 0.04));
+    accuracy_small_grids::<i8>((1.0, 1.0));
+    accuracy_small_grids::<i8>((0.3, 0.1));
+}
+
+#[test]
+fn element_errors_write_nothing() {
+    let spec = preset::rope_vit(16);
+    let mut storage = vec![[0.0f32; 2]; 16];
+    let table = Table::build(&mut storage, &spec, [2, 2]).unwrap();
+    let grid = Grid::new([2, 2]);
+    let mut x = vec![f16::ONE; 4 * 16];
+    let scaled = Shape::heads(1).with_scales(0.5, 0.25);
+    let err = table.rotate(&mut x, scaled, grid, Direction::Forward);
+    assert_eq!(err, Err(Error::InvalidScales), "scales on a float buffer");
+    assert!(x.iter().all(|&v| v == f16::ONE));
+    let mut q = vec![7i8; 4 * 16];
+    for (input, output) in [(0.0, 1.0), (1.0, -1.0), (f32::NAN, 1.0), (f32::MAX, 1e-30)] {
+        let shape = Shape::heads(1).with_scales(input, output);
+        assert_eq!(
+            table.rotate(&mut q, shape, grid, Direction::Forward),
+            Err(Error::InvalidScales)
+        );
+    }
+    let mut k = vec![7i8; 4 * 16 + 1];
+    let err = table.rotate_qk(&mut q, &mut k, Shape::heads(1), grid, Direction::Forward);
+    assert!(matches!(err, Err(Error::BufferLength { .. })));
+    assert!(q.iter().all(|&v| v == 7));
+
+    // RoPE-Mixed tokens are not split between heads: beyond the staging buffer, an error.
+    let (heads, d) = (40, 128);
+    let f = vec![0.5f32; heads * d / 2];
+    let spec = preset::rope_mixed(d, heads, LearnedFreqs { x: &f, y: &f });
+    let direct = Direct::new(&spec).unwrap();
+    let mut x = vec![bf16::ONE; heads * d];
+    let err = direct.rotate_at(&mut x, Shape::heads(heads), &[[1, 1]], Direction::Forward);
+    assert_eq!(err, Err(Error::ShapeOverflow));
+    assert!(x.iter().all(|&v| v == bf16::ONE));
+    let mut x = vec![1.0f32; heads * d];
+    assert!(
+        direct
+            .rotate_at(&mut x, Shape::heads(heads), &[[1, 1]], Direction::Forward)
+            .is_ok(),
+        "f32 is not staged"
+    );
+}
