@@ -54,6 +54,10 @@ if [[ "$(uname -m)" == x86_64 ]]; then
     step "miri: + avx2 backend, RUSTFLAGS='-C target-feature=+avx2,+fma' (same tests)"
     CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="-C target-feature=+avx2,+fma" \
         cargo +nightly miri test "${MIRI_TESTS[@]}"
+    step "miri: the element conversions (AVX2 bf16 / i16 / i8, the staging), tests/elements.rs"
+    # The bit-pattern test reaches every conversion path; the others are too slow under Miri.
+    CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="-C target-feature=+avx2,+fma" \
+        cargo +nightly miri test --features std --test elements -- every_bit_pattern element_errors
     step "miri: + avx512 backend, RUSTFLAGS='-C target-feature=+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx2,+fma'"
     CARGO_TARGET_DIR=target/miri-avx512 \
         RUSTFLAGS="-C target-feature=+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx2,+fma" \

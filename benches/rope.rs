@@ -27,7 +27,10 @@
 //!   d 80;
 //! - `rope2d/mrope_text`: Qwen2-VL M-RoPE over 200 text tokens, a 48×48 image merged to
 //!   24×24 and 248 text tokens (1 024 tokens), 8 heads, d 128;
-//! - `rope2d/build`: building the 14×14, d = 64 table.
+//! - `rope2d/build`: building the 14×14, d = 64 table;
+//! - `rope2d/{vit_s_f16, vit_s_bf16, vit_s_i8, large_bf16}`: the `vit_s` and `large` shapes
+//!   with buffers of `f16`, `bf16` and `i8` (Q7); their `stream` is the same in-place
+//!   negation over a buffer of that type (the same bytes), compiled like `stream`.
 //!
 //! `cargo bench --bench rope` (several minutes); `-- rope2d/tiny` for one group.
 
@@ -35,6 +38,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkGroup, Criterion, SamplingMode, Throughput, measurement::WallTime};
+use rope2d::half::{bf16, f16};
 use rope2d::{
     Backend, Direction, Grid, Layout, LearnedFreqs, Plan, Positions, Run, Shape, Spec, Table,
     preset::{self, AxisOrder, HfRope, HfScaling},
@@ -393,5 +397,112 @@ fn table_build(c: &mut Criterion) {
     group.finish();
 }
 
-criterion::criterion_group!(benches, axial, one_d, models, table_build);
+/// An element type of the `*_f16`, `*_bf16`, `*_i8` groups.
+trait BenchElement: rope2d::Element + Copy {
+    fn from_unit(v: f32) -> Self;
+    fn negate(self) -> Self;
+}
+
+impl BenchElement for f16 {
+    fn from_unit(v: f32) -> Self {
+        f16::from_f32(v)
+    }
+    fn negate(self) -> Self {
+        f16::from_bits(self.to_bits() ^ 0x8000)
+    }
+}
+
+impl BenchElement for bf16 {
+    fn from_unit(v: f32) -> Self {
+        bf16::from_f32(v)
+    }
+    fn negate(self) -> Self {
+        bf16::from_bits(self.to_bits() ^ 0x8000)
+    }
+}
+
+impl BenchElement for i8 {
+    fn from_unit(v: f32) -> Self {
+        (v * 100.0) as i8
+    }
+    fn negate(self) -> Self {
+        self.wrapping_neg()
+    }
+}
+
+/// `x = -x` over a buffer of `E`, compiled like [`stream`].
+fn stream_elements<E: BenchElement>(x: &mut [E]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        #[target_feature(enable = "avx2,fma")]
+        fn negate_avx2<E: BenchElement>(x: &mut [E]) {
+            for v in x {
+                *v = v.negate();
+            }
+        }
+        // SAFETY: the CPU has AVX2 and FMA (checked just above).
+        unsafe { negate_avx2(x) };
+        return;
+    }
+    for v in x {
+        *v = v.negate();
+    }
+}
+
+/// A group over a buffer of `E` (64-byte aligned): `stream` of `E`, every backend, `auto`.
+fn element_group<E: BenchElement>(c: &mut Criterion, name: &str, shape: &ShapeSpec) {
+    let extents = [shape.rows, shape.cols];
+    let spec = preset::rope_vit(shape.d);
+    let len = shape.rows * shape.cols * shape.heads * shape.d;
+    let mut storage = vec![[0f32; 2]; Table::storage_len(&spec, extents).unwrap()];
+    let table = Table::build(&mut storage, &spec, extents).unwrap();
+    let mut owned: Vec<E> = (0..len + 64)
+        .map(|i| {
+            E::from_unit(
+                ((i as u32).wrapping_mul(2_654_435_761) >> 8) as f32 / (1u32 << 23) as f32 - 1.0,
+            )
+        })
+        .collect();
+    let start = owned.as_ptr().align_offset(64);
+    let buf = &mut owned[start..start + len];
+    let mut group = c.benchmark_group(format!("rope2d/{name}"));
+    configure(&mut group, len * size_of::<E>());
+    group.throughput(Throughput::Elements((len / 2) as u64));
+    group.bench_function("stream", |b| {
+        b.iter(|| stream_elements(black_box(&mut *buf)))
+    });
+    let mut run = |group: &mut BenchmarkGroup<'_, WallTime>, id: &str, backend: Backend| {
+        let table = table.with_backend(backend).unwrap();
+        let mut forward = true;
+        group.bench_function(id, |b| {
+            b.iter(|| {
+                let dir = if forward {
+                    Direction::Forward
+                } else {
+                    Direction::Inverse
+                };
+                forward = !forward;
+                let grid = Grid::new(extents);
+                table
+                    .rotate(black_box(&mut *buf), Shape::heads(shape.heads), grid, dir)
+                    .unwrap()
+            })
+        });
+    };
+    for backend in backends() {
+        run(&mut group, backend.name(), backend);
+    }
+    run(&mut group, "auto", Backend::auto());
+    group.finish();
+}
+
+fn elements(c: &mut Criterion) {
+    let (vit_s, large) = (&SHAPES[1], &SHAPES[3]);
+    element_group::<f16>(c, "vit_s_f16", vit_s);
+    element_group::<bf16>(c, "vit_s_bf16", vit_s);
+    element_group::<i8>(c, "vit_s_i8", vit_s);
+    element_group::<bf16>(c, "large_bf16", large);
+}
+
+criterion::criterion_group!(benches, axial, one_d, models, table_build, elements);
 criterion::criterion_main!(benches);

@@ -8,6 +8,10 @@
 //!   `target/criterion`): time per call of each backend and `auto` divided by the in-place
 //!   `x = -x` stream of the same bytes, on every benchmark shape.
 //!
+//! It also prints how far a bf16 rotation lands from `f64` two ways: rounding after every
+//! operation as PyTorch does in bf16 (`q·cos + rotate_half(q)·sin` with `cos`, `sin` cast to
+//! bf16), and rope2d's bf16 path (exact load, `f32` rotation, one rounding).
+//!
 //! ```text
 //! cargo run --release --example plots [-- CRITERION_DIR OUT_DIR]
 //! ```
@@ -15,7 +19,8 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use rope2d::{AnglePrecision, Direct, Direction, Shape, preset};
+use rope2d::half::bf16;
+use rope2d::{AnglePrecision, Direct, Direction, Layout, Run, Shape, preset};
 
 const HEAD_DIM: usize = 128;
 const LOG2_LAST: u32 = 20;
@@ -44,6 +49,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         worst(&float32)
     );
     std::fs::write(out.join("accuracy.svg"), accuracy_svg(&exact, &float32))?;
+    bf16_comparison()?;
 
     match speed_svg(&criterion) {
         Some(svg) => std::fs::write(out.join("speed.svg"), svg)?,
@@ -95,6 +101,77 @@ fn max_errors(precision: AnglePrecision) -> Result<Vec<f64>, rope2d::Error> {
         start += n as u32;
     }
     Ok(bins)
+}
+
+/// bf16, NeoX layout (`rotate_half`), d 128, positions 0 … 4 095, inputs uniform in
+/// [−4, 4): the largest and mean |error| against the f64 rotation of the same bf16 inputs,
+/// and the share of outputs more than 1 ulp (the bf16 spacing at the exact result) off, for
+/// PyTorch's bf16 arithmetic and for rope2d.
+fn bf16_comparison() -> Result<(), rope2d::Error> {
+    const D: usize = 128;
+    const TOKENS: usize = 4096;
+    let round = |v: f32| bf16::from_f32(v).to_f32();
+    let ulp = |v: f64| 2f64.powf(v.abs().log2().floor().max(-126.0) - 7.0);
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let input: Vec<bf16> = (0..TOKENS * D)
+        .map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            bf16::from_f32((seed >> 40) as f32 / (1u64 << 24) as f32 * 8.0 - 4.0)
+        })
+        .collect();
+    let mut ours = input.clone();
+    let direct = Direct::new(&preset::rope_1d(D, Layout::Half, 10_000.0))?;
+    direct.rotate(
+        &mut ours,
+        Shape::heads(1),
+        Run::from([0]),
+        Direction::Forward,
+    )?;
+    // [max |err|, Σ |err|, outputs > 1 ulp off] for PyTorch-style and for rope2d.
+    let mut stats = [[0f64; 3]; 2];
+    for p in 0..TOKENS {
+        let x = &input[p * D..][..D];
+        for k in 0..D / 2 {
+            // inv_freq and the angle in f32, cos/sin cast to bf16, as the reference does.
+            let inv = 1.0 / 10_000f32.powf((2 * k) as f32 / D as f32);
+            let angle = p as f32 * inv;
+            let (c, s) = (round(angle.cos()), round(angle.sin()));
+            let exact_angle = p as f64 * 10_000f64.powf(-2.0 * k as f64 / D as f64);
+            let (es, ec) = exact_angle.sin_cos();
+            let (a, b) = (x[k].to_f32(), x[k + D / 2].to_f32());
+            let torch = [
+                round(round(a * c) + round(-b * s)),
+                round(round(b * c) + round(a * s)),
+            ];
+            let exact = [
+                f64::from(a) * ec - f64::from(b) * es,
+                f64::from(b) * ec + f64::from(a) * es,
+            ];
+            let got = [ours[p * D + k].to_f32(), ours[p * D + k + D / 2].to_f32()];
+            for i in 0..2 {
+                for (stat, value) in stats.iter_mut().zip([torch[i], got[i]]) {
+                    let err = (f64::from(value) - exact[i]).abs();
+                    stat[0] = stat[0].max(err);
+                    stat[1] += err;
+                    stat[2] += f64::from(u8::from(err > ulp(exact[i])));
+                }
+            }
+        }
+    }
+    let n = (TOKENS * D) as f64;
+    for (name, [max, sum, off]) in [
+        ("PyTorch-style bf16 (rounded after every op)", stats[0]),
+        ("rope2d bf16", stats[1]),
+    ] {
+        println!(
+            "{name}, d {D}, positions 0..{TOKENS}, inputs in [-4, 4): max |err| {max:.2e}, mean {:.2e}, {:.2}% of outputs more than 1 ulp off",
+            sum / n,
+            100.0 * off / n
+        );
+    }
+    Ok(())
 }
 
 /// A log–log line chart of both error curves.

@@ -78,6 +78,23 @@
 //! [`rotate_qk`](Rope::rotate_qk), [`rotate_head`](Rope::rotate_head), with an unrotated
 //! prefix ([`Shape::prefix`]) and in either [`Direction`].
 //!
+//! # Element types
+//!
+//! Every call takes a buffer of any [`Element`]: `f32`, [`half::f16`], [`half::bf16`] (each
+//! output the correctly rounded value of the `f32` rotation), `i16` or `i8` (symmetric
+//! quantisation with [`Scales`] from [`Shape::with_scales`]; outputs rounded to nearest-even
+//! and saturated, within 1 LSB of the exact requantised rotation):
+//!
+//! ```
+//! use rope2d::half::f16;
+//! use rope2d::{Direct, Direction, Run, Shape, preset};
+//!
+//! let rope = Direct::new(&preset::llama(128))?;
+//! let mut k = vec![f16::from_f32(0.25); 4 * 32 * 128]; // 4 tokens, 32 heads
+//! rope.rotate(&mut k, Shape::heads(32), Run::from([100_000]), Direction::Forward)?;
+//! # Ok::<(), rope2d::Error>(())
+//! ```
+//!
 //! # Accuracy
 //!
 //! Tables are built without any `f64` arithmetic: frequencies are formed in 64-bit fixed

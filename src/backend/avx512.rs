@@ -46,8 +46,8 @@ pub(crate) fn is_available() -> bool {
 #[cfg(feature = "avx2")]
 const BEYOND_L2_FLOATS: usize = 1 << 18;
 
-/// Element conversions: the reference ones.
-pub(crate) use crate::element::{load, store};
+/// Element conversions: AVX2 (+ F16C) eight values at a time, bit-identical to the reference.
+pub(crate) use super::x86::{load, store};
 
 pub(crate) fn run<A: AngleSource>(job: Job<'_, A>) {
     if is_available() {
