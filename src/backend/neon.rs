@@ -20,8 +20,17 @@ use core::arch::aarch64::{
     vrev64q_f32, vst1q_f32, vtrn1q_f32, vtrn2q_f32, vuzp1q_f32, vuzp2q_f32,
 };
 
+use core::arch::aarch64::{
+    uint16x4_t, vandq_u32, vbslq_f32, vbslq_u32, vceqq_f32, vcgtq_u32,
+    vcombine_s16, vcvtnq_s32_f32, vcvtq_f32_s32, vdupq_n_u32, vget_high_s16, vget_low_s16,
+    vld1_s8, vld1_s16, vld1_u16, vmaxq_f32, vminq_f32, vmovl_s8, vmovl_s16, vmovn_u32,
+    vmulq_n_f32, vorrq_u32, vqmovn_s16, vqmovn_s32, vreinterpretq_f32_u32,
+    vreinterpretq_u32_f32, vshll_n_u16, vshrq_n_u32, vst1_s8, vst1_s16, vst1_u16, vaddq_u32,
+};
+
 use super::simd::{Simd, Vector};
 use super::{AngleSource, Job, drive};
+use crate::element::{self, Element, sealed::Format};
 
 /// A NEON vector. Only constructed inside [`run_neon`], which runs only on CPUs with NEON:
 /// every `unsafe` block below relies on that.
@@ -45,8 +54,207 @@ pub(crate) fn is_available() -> bool {
     }
 }
 
-/// Element conversions: the reference ones.
-pub(crate) use crate::element::{load, store};
+/// [`element::load`] with NEON, bit for bit: four (i8: eight) values at a time, the tail by
+/// the reference. `f16` through `fcvtl` (inline assembly: Rust's `float16x4_t` intrinsics
+/// are unstable), `bf16` by a shift, integers by widening and `scvtf`.
+pub(crate) fn load<E: Element>(src: &[E], dst: &mut [f32], ratio: f32) {
+    let n = src.len().min(dst.len());
+    let done = if is_available() && E::FORMAT != Format::F32 {
+        // SAFETY: NEON is available (checked above); `src` holds `n` values of `E`, whose
+        // layout is that of the integer type each arm reads (`f16` and `bf16` are
+        // `repr(transparent)` over `u16`), and `dst` has room for `n` floats.
+        unsafe {
+            let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+            match E::FORMAT {
+                // `fcvtl` widens four f16 exactly (registers only).
+                Format::F16 => load_16(s.cast(), d, n, |h| {
+                    let r: float32x4_t;
+                    core::arch::asm!("fcvtl {r:v}.4s, {h:v}.4h", r = out(vreg) r,
+                        h = in(vreg) h, options(pure, nomem, nostack));
+                    r
+                }),
+                Format::Bf16 => load_16(s.cast(), d, n, |h| {
+                    vreinterpretq_f32_u32(vshll_n_u16::<16>(h))
+                }),
+                Format::I16 => load_i16(s.cast(), d, n, ratio),
+                _ => load_i8(s.cast(), d, n, ratio),
+            }
+        }
+    } else {
+        0
+    };
+    element::load(&src[done..n], &mut dst[done..n], ratio);
+}
+
+/// [`element::store`] with NEON, bit for bit (`fcvtn` and `fcvtns` round to nearest-even,
+/// FPCR's default).
+pub(crate) fn store<E: Element>(src: &[f32], dst: &mut [E]) {
+    let n = src.len().min(dst.len());
+    let done = if is_available() && E::FORMAT != Format::F32 {
+        // SAFETY: as in `load`, with `dst` writable for `n` values of `E`.
+        unsafe {
+            let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+            match E::FORMAT {
+                // `fcvtn` narrows four floats to f16 (registers only).
+                Format::F16 => store_16(s, d.cast(), n, |v| {
+                    let h: uint16x4_t;
+                    core::arch::asm!("fcvtn {h:v}.4h, {v:v}.4s", h = out(vreg) h,
+                        v = in(vreg) v, options(pure, nomem, nostack));
+                    h
+                }),
+                Format::Bf16 => store_16(s, d.cast(), n, |v| bf16_bits(v)),
+                Format::I16 => store_i16(s, d.cast(), n),
+                _ => store_i8(s, d.cast(), n),
+            }
+        }
+    } else {
+        0
+    };
+    element::store(&src[done..n], &mut dst[done..n]);
+}
+
+/// Widens the first `n / 4 · 4` of `n` 16-bit values with `widen`; returns how many.
+///
+/// # Safety
+///
+/// NEON is available; `s` is readable for `n` u16s and `d` writable for `n` floats.
+#[inline]
+#[target_feature(enable = "neon")]
+unsafe fn load_16(s: *const u16, d: *mut f32, n: usize, widen: impl Fn(uint16x4_t) -> float32x4_t) -> usize {
+    let mut i = 0;
+    while i + 4 <= n {
+        // SAFETY: `i + 4 ≤ n` values lie within both buffers (caller).
+        unsafe { vst1q_f32(d.add(i), widen(vld1_u16(s.add(i)))) };
+        i += 4;
+    }
+    i
+}
+
+/// Narrows the first `n / 4 · 4` of `n` floats with `narrow`; returns how many.
+///
+/// # Safety
+///
+/// NEON is available; `s` is readable for `n` floats and `d` writable for `n` u16s.
+#[inline]
+#[target_feature(enable = "neon")]
+unsafe fn store_16(s: *const f32, d: *mut u16, n: usize, narrow: impl Fn(float32x4_t) -> uint16x4_t) -> usize {
+    let mut i = 0;
+    while i + 4 <= n {
+        // SAFETY: `i + 4 ≤ n` values lie within both buffers (caller).
+        unsafe { vst1_u16(d.add(i), narrow(vld1q_f32(s.add(i)))) };
+        i += 4;
+    }
+    i
+}
+
+/// bf16 bits of four floats: `half`'s rounding (nearest-even on the top 16 bits; a NaN keeps
+/// its top bits and becomes quiet).
+///
+/// # Safety
+///
+/// NEON is available.
+#[inline]
+#[target_feature(enable = "neon")]
+unsafe fn bf16_bits(v: float32x4_t) -> uint16x4_t {
+    let x = vreinterpretq_u32_f32(v);
+    let lsb = vandq_u32(vshrq_n_u32::<16>(x), vdupq_n_u32(1));
+    let rounded = vshrq_n_u32::<16>(vaddq_u32(x, vaddq_u32(vdupq_n_u32(0x7FFF), lsb)));
+    let nan = vcgtq_u32(vandq_u32(x, vdupq_n_u32(0x7FFF_FFFF)), vdupq_n_u32(0x7F80_0000));
+    let quieted = vorrq_u32(vshrq_n_u32::<16>(x), vdupq_n_u32(0x40));
+    vmovn_u32(vbslq_u32(nan, quieted, rounded))
+}
+
+/// Four i16 times `ratio` at a time; returns how many converted.
+///
+/// # Safety
+///
+/// As [`load_16`], `s` readable for `n` i16s.
+#[target_feature(enable = "neon")]
+unsafe fn load_i16(s: *const i16, d: *mut f32, n: usize, ratio: f32) -> usize {
+    let mut i = 0;
+    while i + 4 <= n {
+        // SAFETY: `i + 4 ≤ n` values lie within both buffers (caller).
+        unsafe {
+            let v = vcvtq_f32_s32(vmovl_s16(vld1_s16(s.add(i))));
+            vst1q_f32(d.add(i), vmulq_n_f32(v, ratio));
+        }
+        i += 4;
+    }
+    i
+}
+
+/// Eight i8 times `ratio` at a time; returns how many converted.
+///
+/// # Safety
+///
+/// As [`load_16`], `s` readable for `n` bytes.
+#[target_feature(enable = "neon")]
+unsafe fn load_i8(s: *const i8, d: *mut f32, n: usize, ratio: f32) -> usize {
+    let mut i = 0;
+    while i + 8 <= n {
+        // SAFETY: `i + 8 ≤ n` values lie within both buffers (caller).
+        unsafe {
+            let w = vmovl_s8(vld1_s8(s.add(i)));
+            let lo = vcvtq_f32_s32(vmovl_s16(vget_low_s16(w)));
+            let hi = vcvtq_f32_s32(vmovl_s16(vget_high_s16(w)));
+            vst1q_f32(d.add(i), vmulq_n_f32(lo, ratio));
+            vst1q_f32(d.add(i + 4), vmulq_n_f32(hi, ratio));
+        }
+        i += 8;
+    }
+    i
+}
+
+/// Four floats: NaN to 0, clamped to `[lo, hi]`, rounded to nearest-even integers.
+///
+/// # Safety
+///
+/// NEON is available.
+#[inline]
+#[target_feature(enable = "neon")]
+unsafe fn round_clamped(v: float32x4_t, lo: f32, hi: f32) -> core::arch::aarch64::int32x4_t {
+    let v = vbslq_f32(vceqq_f32(v, v), v, vdupq_n_f32(0.0));
+    vcvtnq_s32_f32(vmaxq_f32(vminq_f32(v, vdupq_n_f32(hi)), vdupq_n_f32(lo)))
+}
+
+/// Four floats to i16 at a time (nearest-even, saturated, NaN to 0); returns how many.
+///
+/// # Safety
+///
+/// As [`store_16`], `d` writable for `n` i16s.
+#[target_feature(enable = "neon")]
+unsafe fn store_i16(s: *const f32, d: *mut i16, n: usize) -> usize {
+    let mut i = 0;
+    while i + 4 <= n {
+        // SAFETY: `i + 4 ≤ n` values lie within both buffers (caller).
+        unsafe {
+            let v = round_clamped(vld1q_f32(s.add(i)), -32768.0, 32767.0);
+            vst1_s16(d.add(i), vqmovn_s32(v));
+        }
+        i += 4;
+    }
+    i
+}
+
+/// Eight floats to i8 at a time (nearest-even, saturated, NaN to 0); returns how many.
+///
+/// # Safety
+///
+/// As [`store_16`], `d` writable for `n` bytes.
+#[target_feature(enable = "neon")]
+unsafe fn store_i8(s: *const f32, d: *mut i8, n: usize) -> usize {
+    let mut i = 0;
+    while i + 8 <= n {
+        // SAFETY: `i + 8 ≤ n` values lie within both buffers (caller).
+        unsafe {
+            let lo = vqmovn_s32(round_clamped(vld1q_f32(s.add(i)), -128.0, 127.0));
+            let hi = vqmovn_s32(round_clamped(vld1q_f32(s.add(i + 4)), -128.0, 127.0));
+            vst1_s8(d.add(i), vqmovn_s16(vcombine_s16(lo, hi)));
+        }
+        i += 8;
+    }
+    i
+}
 
 pub(crate) fn run<A: AngleSource>(job: Job<'_, A>) {
     if is_available() {
