@@ -289,6 +289,67 @@ impl<'p, const A: usize> Order<'p, A> {
         }
     }
 
+    /// Tokens a staged chunk should hold a whole number of, and the most tokens a chunk may
+    /// span (whole grid lines within one plane keep a chunk a grid); `(1, usize::MAX)` when
+    /// any split will do.
+    pub(crate) fn chunking(self) -> (usize, usize) {
+        match self {
+            Order::Grid(grid) if A >= 2 => {
+                let line = grid.extents[A - 1];
+                (line, line.saturating_mul(grid.extents[A - 2]))
+            }
+            _ => (1, usize::MAX),
+        }
+    }
+
+    /// Tokens `first .. first + n` as positions of their own: a sub-grid (whole lines of one
+    /// plane, or any run of a 1-D grid), a sub-run or a sub-list; `None` otherwise (pieces, or
+    /// a grid split elsewhere).
+    pub(crate) fn sub(self, first: usize, n: usize) -> Option<Order<'p, A>> {
+        match self {
+            Order::Grid(grid) => {
+                let line = *grid.extents.last()?;
+                if A == 1 {
+                    let start = u32::try_from(first).ok()?.checked_add(grid.origin[0])?;
+                    let mut sub = grid;
+                    sub.extents[0] = n;
+                    sub.origin[0] = start;
+                    return Some(Order::Grid(sub));
+                }
+                if line == 0 || !first.is_multiple_of(line) || !n.is_multiple_of(line) {
+                    return None;
+                }
+                let (mut index, lines) = (first / line, n / line);
+                let mut sub = Grid {
+                    origin: grid.origin,
+                    extents: [1; A],
+                };
+                sub.extents[A - 1] = line;
+                sub.extents[A - 2] = lines;
+                for a in (0..A - 1).rev() {
+                    let extent = grid.extents[a].max(1);
+                    let i = index % extent;
+                    if a == A - 2 && i + lines > extent {
+                        return None;
+                    }
+                    sub.origin[a] = grid.origin[a].checked_add(u32::try_from(i).ok()?)?;
+                    index /= extent;
+                }
+                Some(Order::Grid(sub))
+            }
+            Order::Run(run) => {
+                let mut sub = run;
+                for (s, &step) in sub.start.iter_mut().zip(&run.step) {
+                    let offset = u32::try_from(first).ok()?.checked_mul(step)?;
+                    *s = s.checked_add(offset)?;
+                }
+                Some(Order::Run(sub))
+            }
+            Order::List(list) => Some(Order::List(list.get(first..first.checked_add(n)?)?)),
+            Order::Pieces(_) => None,
+        }
+    }
+
     /// The positions of the tokens, in order (`Run` without end).
     #[inline(always)]
     pub(crate) fn iter(self) -> PositionIter<'p, A> {

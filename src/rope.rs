@@ -275,27 +275,52 @@ impl<const A: usize, S: Source<A>> Rope<A, S> {
             return self.source.run(self.backend, job, positions);
         }
         requantise(prefix, ratio, self.backend);
-        let mut order = positions.order().iter();
+        let order = positions.order();
+        // Chunks keep the positions' own form where they can (whole grid lines, sub-runs,
+        // sub-lists: the engine's fast paths); pieces are listed position by position.
+        let chunks = match order {
+            Order::Pieces(_) => Chunks {
+                align: 1,
+                span: STAGE_TOKENS,
+            },
+            _ => {
+                let (align, span) = order.chunking();
+                Chunks { align, span }
+            }
+        };
+        let mut iter = order.iter();
+        let mut next = 0;
         let mut list = [[0u32; A]; STAGE_TOKENS];
         let mut listed = usize::MAX;
+        let rotate = |buffer: &mut [f32], token_len, first, n| {
+            let job = self.job(buffer, token_len, dir);
+            match order.sub(first, n) {
+                Some(Order::Grid(grid)) => return self.source.run(self.backend, job, grid),
+                Some(Order::Run(run)) => return self.source.run(self.backend, job, run),
+                Some(Order::List(list)) => return self.source.run(self.backend, job, list),
+                _ => {}
+            }
+            // A token split between heads comes back with the same `first`: same position.
+            if first != listed {
+                for _ in next..first {
+                    iter.next();
+                }
+                for p in list.iter_mut().take(n) {
+                    *p = iter.next().unwrap_or([0; A]);
+                }
+                (listed, next) = (first, first + n);
+            }
+            let list: &[[u32; A]] = list.get(..n).unwrap_or_default();
+            self.source.run(self.backend, job, list);
+        };
         staged(
             x,
             tokens,
             self.head_dim,
             ratio,
             self.backend,
-            |buffer, token_len, first, n| {
-                // A token split between heads comes back with the same `first`: same position.
-                if first != listed {
-                    for p in &mut list[..n] {
-                        *p = order.next().unwrap_or([0; A]);
-                    }
-                    listed = first;
-                }
-                let list: &[[u32; A]] = &list[..n];
-                self.source
-                    .run(self.backend, self.job(buffer, token_len, dir), list);
-            },
+            chunks,
+            rotate,
         );
     }
 
@@ -647,12 +672,17 @@ impl<'f, const A: usize, P: Plan<A>> Direct<'f, A, P> {
             return Ok(());
         }
         requantise(prefix, ratio, self.backend);
+        let chunks = Chunks {
+            align: 1,
+            span: usize::MAX,
+        };
         staged(
             x,
             tokens,
             self.head_dim,
             ratio,
             self.backend,
+            chunks,
             |buffer, token_len, first, n| {
                 let here = coords.get(first..first + n).unwrap_or_default();
                 let job = self.job(buffer, token_len, dir);
@@ -682,6 +712,13 @@ fn requantise<E: Element>(prefix: &mut [E], ratio: f32, backend: Backend) {
     }
 }
 
+/// How a staged rotation may cut its tokens into chunks: a whole number of `align` tokens
+/// (grid lines) within each run of `span` tokens (grid planes), when `align` tokens fit.
+struct Chunks {
+    align: usize,
+    span: usize,
+}
+
 /// Rotates `x` (the rotated tokens of a checked buffer of `E`) in `f32`: up to [`STAGE`]
 /// values at a time are converted into a stack buffer (times `ratio` for integer types),
 /// rotated by `rotate(buffer, token_len, first_token, tokens)` and rounded back. A token
@@ -693,17 +730,37 @@ fn staged<E: Element>(
     head_dim: usize,
     ratio: f32,
     backend: Backend,
+    chunks: Chunks,
     mut rotate: impl FnMut(&mut [f32], usize, usize, usize),
 ) {
     let mut buffer = [0.0f32; STAGE];
     let token_len = tokens.token_len;
     if token_len <= STAGE {
-        let per = (STAGE / token_len).clamp(1, STAGE_TOKENS);
-        for (i, chunk) in x.chunks_mut(per * token_len).enumerate() {
+        let fit = (STAGE / token_len).min(chunks.span).max(1);
+        // Lines that do not fit: any split, of at most the tokens whose positions `rotate`
+        // can list.
+        let (align, span) = if chunks.align <= fit {
+            (chunks.align.max(1), chunks.span.max(1))
+        } else {
+            (1, STAGE_TOKENS)
+        };
+        let fit = fit.min(span);
+        let mut first = 0;
+        while first < tokens.tokens {
+            // Whole `align`s, not past the end of the current span.
+            let in_span = span - first % span;
+            let n = (fit / align * align)
+                .min(in_span)
+                .min(tokens.tokens - first)
+                .max(1);
+            let Some(chunk) = x.get_mut(first * token_len..(first + n) * token_len) else {
+                return;
+            };
             let here = &mut buffer[..chunk.len()];
             backend.load(chunk, here, ratio);
-            rotate(here, token_len, i * per, chunk.len() / token_len);
+            rotate(here, token_len, first, n);
             backend.store(here, chunk);
+            first += n;
         }
     } else {
         // `check_tokens` made sure that a head fits.

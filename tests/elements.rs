@@ -239,6 +239,21 @@ fn every_plan<E: Ty>(scales: (f32, f32)) {
                 .unwrap());
             staged_is_exact(&input, ratio, "1-D, 40 heads of 128", op_e, op_f);
 
+            // Grids cut into chunks: whole lines across planes (3-D), and lines longer than
+            // a chunk (then positions are listed).
+            let spec = preset::wan(48, 10_000.0);
+            let direct = Direct::new(&spec).unwrap();
+            for (grid, heads) in [([3, 5, 40], 1), ([2, 3, 200], 2)] {
+                let input = values::<E>(&mut rng, grid.iter().product::<usize>() * heads * 48);
+                let grid = Grid::new(grid).at([1, 2, 3]);
+                let (op_e, op_f) = both!(|b, x| direct
+                    .with_backend(b)
+                    .unwrap()
+                    .rotate(x, scaled(x, heads, scales), grid, dir)
+                    .unwrap());
+                staged_is_exact(&input, ratio, "3-D grid in chunks", op_e, op_f);
+            }
+
             // Gathered plan (Qwen3-VL interleaved M-RoPE) and real coordinates (Wan).
             let spec = preset::qwen3_vl_mrope(64, 1e6, [12, 10, 10]);
             let direct = Direct::new(&spec).unwrap();
