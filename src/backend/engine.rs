@@ -2,7 +2,8 @@
 //!
 //! - [`Tables`]: per-axis tables. Plans of [`Sections`](crate::Sections) stream: every
 //!   token of a grid line (all coordinates fixed but the last) shares the entries of the
-//!   other axes' sections, prepared once per line, and adds its own last-axis section.
+//!   other axes' sections, prepared once per line (with one such section, as in 2-D axial,
+//!   once per grid), and adds its own last-axis section.
 //!   Tokens off a grid take their sections one by one. Other plans (interleaved M-RoPE,
 //!   explicit per-pair axes) gather each token's entries pair by pair. RoPE-Mixed sums two
 //!   axes' angles per head.
@@ -158,17 +159,13 @@ impl<const A: usize, P: Plan<A>, Po: Positions<A>> AngleSource for Tables<'_, A,
                     widths: self.widths,
                     runs: self.runs,
                 };
-                // One loop over pieces (a grid is one piece), so that each loop below is
-                // inlined once.
-                let whole = [match order {
-                    Order::Grid(grid) => Piece::Grid { grid, repeat: 1 },
-                    _ => Piece::Run {
-                        run: crate::positions::Run::from([0; A]),
-                        count: 0,
-                    },
-                }];
                 let pieces = match order {
-                    Order::Grid(_) => &whole[..],
+                    // The caller checked that `x` holds exactly the grid's tokens: no piece
+                    // bookkeeping (token counts, chunking) to redo per call. Each `Positions`
+                    // type reaches one of these arms, so `grid` is inlined once per type.
+                    Order::Grid(grid) => {
+                        return sections.grid(x, grid.origin, grid.extents, token_len, &mut sink);
+                    }
                     Order::Pieces(pieces) => pieces,
                     _ => return sections.each_token(x, order, token_len, &mut sink),
                 };
@@ -288,7 +285,13 @@ impl<'t, const A: usize> SectionTables<'t, '_, A> {
         token_len: usize,
         sink: &mut Sink<'_, K>,
     ) {
-        for (token, position) in Tokens::new(x, token_len).zip(order.iter()) {
+        // Not `zip`: `Zip::next` is not inlined into the arch kernel's loop and costs a call
+        // per token (a tenth of a one-token decode step); `PositionIter::next` is.
+        let mut positions = order.iter();
+        for token in Tokens::new(x, token_len) {
+            let Some(position) = positions.next() else {
+                return;
+            };
             for run in self.runs {
                 sink.put(token, run.first, self.run_entries(run, &position));
             }
@@ -348,6 +351,34 @@ impl<'t, const A: usize> SectionTables<'t, '_, A> {
                 };
                 K::prepare(table, pairing, sink.dir, t * run.len, col);
             }
+            // One shared section (2-D axial): it is prepared for every line as well, and the
+            // grid rotated in one pass, without staging a row and setting up per line (most
+            // of a small grid's cost otherwise).
+            if let [shared_run] = shared {
+                let lines = x.len() / line_len;
+                if lines.saturating_mul(shared_run.len) <= K::ROW_PAIRS {
+                    let mut rows_slot = MaybeUninit::uninit();
+                    let rows = K::Row::init(&mut rows_slot, lines * shared_run.len);
+                    let pairing = Pairing {
+                        pairs: lines * shared_run.len,
+                        ..sink.pairing
+                    };
+                    let mut position = origin;
+                    for l in 0..lines {
+                        let entries = self.run_entries(shared_run, &position);
+                        K::prepare(rows, pairing, sink.dir, l * shared_run.len, entries);
+                        next_line(&mut position, origin, extents);
+                    }
+                    let rows = (&*rows, (shared_run.first, shared_run.len));
+                    let cols = (&*table, (run.first, run.len));
+                    let (head_dim, pairing) = (sink.head_dim, sink.pairing);
+                    if K::rotate_grid_split(
+                        x, lines, line_len, token_len, head_dim, pairing, rows, cols,
+                    ) {
+                        return;
+                    }
+                }
+            }
             let mut position = origin;
             for line in x.chunks_exact_mut(line_len) {
                 for run in shared {
@@ -370,7 +401,10 @@ impl<'t, const A: usize> SectionTables<'t, '_, A> {
             return;
         }
         let mut position = origin;
-        for line in x.chunks_exact_mut(line_len) {
+        // Counted (the same division as `chunks_exact_mut`'s): LLVM deletes the versions of
+        // this loop it unswitches into doing nothing only when it can bound their trips.
+        let lines = x.len() / line_len;
+        for line in x.chunks_exact_mut(line_len).take(lines) {
             // The shared runs over the whole line (staged once for all its tokens).
             for run in shared {
                 sink.put(line, run.first, self.run_entries(run, &position));

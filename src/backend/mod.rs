@@ -88,6 +88,27 @@ pub(crate) trait Kernel {
         false
     }
 
+    /// Rotates the first `lines` lines (`line_len` values each, tokens of `token_len`) of a
+    /// grid in one pass when two sections make up every pair: for a section `(first, len)`,
+    /// line `l` takes pairs `first .. first + len` of `rows.1` from `rows.0`'s pairs
+    /// `l·len ..`, and each token `t` of a line those of `cols.1` from `cols.0`'s pairs
+    /// `t·len ..` (both tables prepared once per call; no row staged per line). Returns
+    /// `false`, touching nothing, when the kernel cannot.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn rotate_grid_split(
+        _x: &mut [f32],
+        _lines: usize,
+        _line_len: usize,
+        _token_len: usize,
+        _head_dim: usize,
+        _pairing: Pairing,
+        _rows: (&Self::Row, (usize, usize)),
+        _cols: (&Self::Row, (usize, usize)),
+    ) -> bool {
+        false
+    }
+
     /// Rotates pairs `first_pair .. first_pair + angles.len()` of every head in `x` (a whole
     /// number of `head_dim`-value heads) by `angles`, reversed for [`Direction::Inverse`].
     /// Pairs at or past `pairing.pairs` are left alone.
@@ -273,6 +294,9 @@ macro_rules! registry {
                 }
             }
 
+            /// Inlined into the sources' one out-of-line `run`, so that a job is passed on by
+            /// one call, not three.
+            #[inline(always)]
             pub(crate) fn run<A: AngleSource>(self, job: Job<'_, A>) {
                 match self {
                     $(#[cfg($($cfg)*)] Backend::$variant => $module::run(job),)*

@@ -21,11 +21,11 @@ use core::arch::aarch64::{
 };
 
 use core::arch::aarch64::{
-    uint16x4_t, vandq_u32, vbslq_f32, vbslq_u32, vceqq_f32, vcgtq_u32,
-    vcombine_s16, vcvtnq_s32_f32, vcvtq_f32_s32, vdupq_n_u32, vget_high_s16, vget_low_s16,
-    vld1_s8, vld1_s16, vld1_u16, vmaxq_f32, vminq_f32, vmovl_s8, vmovl_s16, vmovn_u32,
-    vmulq_n_f32, vorrq_u32, vqmovn_s16, vqmovn_s32, vreinterpretq_f32_u32,
-    vreinterpretq_u32_f32, vshll_n_u16, vshrq_n_u32, vst1_s8, vst1_s16, vst1_u16, vaddq_u32,
+    uint16x4_t, vaddq_u32, vandq_u32, vbslq_f32, vbslq_u32, vceqq_f32, vcgtq_u32, vcombine_s16,
+    vcvtnq_s32_f32, vcvtq_f32_s32, vdupq_n_u32, vget_high_s16, vget_low_s16, vld1_s8, vld1_s16,
+    vld1_u16, vmaxq_f32, vminq_f32, vmovl_s8, vmovl_s16, vmovn_u32, vmulq_n_f32, vorrq_u32,
+    vqmovn_s16, vqmovn_s32, vreinterpretq_f32_u32, vreinterpretq_u32_f32, vshll_n_u16, vshrq_n_u32,
+    vst1_s8, vst1_s16, vst1_u16,
 };
 
 use super::simd::{Simd, Vector};
@@ -120,7 +120,12 @@ pub(crate) fn store<E: Element>(src: &[f32], dst: &mut [E]) {
 /// NEON is available; `s` is readable for `n` u16s and `d` writable for `n` floats.
 #[inline]
 #[target_feature(enable = "neon")]
-unsafe fn load_16(s: *const u16, d: *mut f32, n: usize, widen: impl Fn(uint16x4_t) -> float32x4_t) -> usize {
+unsafe fn load_16(
+    s: *const u16,
+    d: *mut f32,
+    n: usize,
+    widen: impl Fn(uint16x4_t) -> float32x4_t,
+) -> usize {
     let mut i = 0;
     while i + 4 <= n {
         // SAFETY: `i + 4 ≤ n` values lie within both buffers (caller).
@@ -137,7 +142,12 @@ unsafe fn load_16(s: *const u16, d: *mut f32, n: usize, widen: impl Fn(uint16x4_
 /// NEON is available; `s` is readable for `n` floats and `d` writable for `n` u16s.
 #[inline]
 #[target_feature(enable = "neon")]
-unsafe fn store_16(s: *const f32, d: *mut u16, n: usize, narrow: impl Fn(float32x4_t) -> uint16x4_t) -> usize {
+unsafe fn store_16(
+    s: *const f32,
+    d: *mut u16,
+    n: usize,
+    narrow: impl Fn(float32x4_t) -> uint16x4_t,
+) -> usize {
     let mut i = 0;
     while i + 4 <= n {
         // SAFETY: `i + 4 ≤ n` values lie within both buffers (caller).
@@ -159,7 +169,10 @@ unsafe fn bf16_bits(v: float32x4_t) -> uint16x4_t {
     let x = vreinterpretq_u32_f32(v);
     let lsb = vandq_u32(vshrq_n_u32::<16>(x), vdupq_n_u32(1));
     let rounded = vshrq_n_u32::<16>(vaddq_u32(x, vaddq_u32(vdupq_n_u32(0x7FFF), lsb)));
-    let nan = vcgtq_u32(vandq_u32(x, vdupq_n_u32(0x7FFF_FFFF)), vdupq_n_u32(0x7F80_0000));
+    let nan = vcgtq_u32(
+        vandq_u32(x, vdupq_n_u32(0x7FFF_FFFF)),
+        vdupq_n_u32(0x7F80_0000),
+    );
     let quieted = vorrq_u32(vshrq_n_u32::<16>(x), vdupq_n_u32(0x40));
     vmovn_u32(vbslq_u32(nan, quieted, rounded))
 }
@@ -256,6 +269,9 @@ unsafe fn store_i8(s: *const f32, d: *mut i8, n: usize) -> usize {
     i
 }
 
+// Inlined: the job goes straight to the `#[target_feature]` loop, not through one more
+// out-of-line copy (a few ns of a small call).
+#[inline(always)]
 pub(crate) fn run<A: AngleSource>(job: Job<'_, A>) {
     if is_available() {
         // SAFETY: the CPU supports NEON, checked just above.

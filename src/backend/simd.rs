@@ -504,21 +504,27 @@ unsafe fn half_head_from_registers<V: Vector, const N: usize>(p: *mut f32, a: &[
     }
 }
 
-/// [`Kernel::rotate_line_split`] for heads of exactly `N` vectors: the row's vectors load
-/// into registers once for the line, each token's section from the table, and every head is
-/// rotated from registers.
+/// [`Kernel::rotate_line_split`] (and [`Kernel::rotate_grid_split`]) for heads of exactly `N`
+/// vectors: the row's vectors load into registers once per token, each token's section from
+/// the table, and every head is rotated from registers. `lines` holds whole lines of
+/// `line_len` floats; line `l` reads the row's vectors at `(ra, rb)` moved on by `l · row_step`
+/// bytes (0: every line the same row).
 ///
 /// # Safety
 ///
-/// As for [`rotate_in_registers`], with `split(t)` the table arrays token `t` reads for the
-/// vectors of pairs `first .. end` (multiples of a vector).
+/// As for [`rotate_in_registers`], with `split(t)` the table arrays token `t` of a line reads
+/// for the vectors of pairs `first .. end` (multiples of a vector), and the row arrays of
+/// every line readable for the other vectors.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 unsafe fn line_in_registers<V: Vector, const N: usize>(
-    line: &mut [f32],
+    lines: &mut [f32],
+    line_len: usize,
     token_len: usize,
     head_dim: usize,
     layout: Layout,
     (ra, rb): (*const f32, *const f32),
+    row_step: usize,
     (first, end): (usize, usize),
     split: impl Fn(usize) -> (*const f32, *const f32),
 ) {
@@ -534,49 +540,62 @@ unsafe fn line_in_registers<V: Vector, const N: usize>(
     let (sa, sb) = split(0);
     let (sa1, _) = split(1);
     let step = (sa1 as usize).wrapping_sub(sa as usize);
-    let mut from = [(ra, rb); N];
     let mut steps = [0usize; N];
-    for j in 0..N {
+    for (j, s) in steps.iter_mut().enumerate() {
         if j >= j0 && j < j1 {
-            from[j] = (sa, sb);
-            steps[j] = step;
+            *s = step;
         }
     }
     // SAFETY: the instruction set is available (caller).
     let zero = unsafe { V::splat(0.0) };
     let (mut a, mut b) = ([zero; N], [zero; N]);
-    let base = line.as_mut_ptr();
-    let len = line.len();
-    let mut token = 0;
-    while token + token_len <= len {
-        for j in 0..N {
-            let (pa, pb) = from[j];
-            // SAFETY: vector `j` of the row, or of this token's section in the table
-            // (caller); the pointers only advance by whole sections of the table. A section's
-            // pointer is shifted (it may point before the table), so its offsets wrap: only
-            // the in-bounds result is dereferenced.
-            unsafe {
-                a[j] = V::load(pa.wrapping_add(j * lanes));
-                b[j] = V::load(pb.wrapping_add(j * lanes));
+    let base = lines.as_mut_ptr();
+    let len = lines.len();
+    let (mut ra, mut rb) = (ra, rb);
+    let mut line = 0;
+    while line_len != 0 && line + line_len <= len {
+        let mut from = [(ra, rb); N];
+        for (j, f) in from.iter_mut().enumerate() {
+            if j >= j0 && j < j1 {
+                *f = (sa, sb);
             }
-            from[j] = (
-                pa.wrapping_byte_add(steps[j]),
-                pb.wrapping_byte_add(steps[j]),
-            );
         }
-        let mut head = token;
-        while head + head_dim <= token + token_len {
-            // SAFETY: the head is floats `head .. head + d` of `line`.
-            unsafe {
-                let p = base.add(head);
-                match layout {
-                    Layout::Interleaved => interleaved_head_from_registers::<V, N>(p, &a, &b),
-                    Layout::Half => half_head_from_registers::<V, N>(p, &a, &b),
+        let mut token = line;
+        while token + token_len <= line + line_len {
+            for j in 0..N {
+                let (pa, pb) = from[j];
+                // SAFETY: vector `j` of this line's row, or of this token's section in the
+                // table (caller); the pointers only advance by whole sections of the table. A
+                // section's pointer is shifted (it may point before the table), so its offsets
+                // wrap: only the in-bounds result is dereferenced.
+                unsafe {
+                    a[j] = V::load(pa.wrapping_add(j * lanes));
+                    b[j] = V::load(pb.wrapping_add(j * lanes));
                 }
+                from[j] = (
+                    pa.wrapping_byte_add(steps[j]),
+                    pb.wrapping_byte_add(steps[j]),
+                );
             }
-            head += head_dim;
+            let mut head = token;
+            while head + head_dim <= token + token_len {
+                // SAFETY: the head is floats `head .. head + d` of `lines`.
+                unsafe {
+                    let p = base.add(head);
+                    match layout {
+                        Layout::Interleaved => interleaved_head_from_registers::<V, N>(p, &a, &b),
+                        Layout::Half => half_head_from_registers::<V, N>(p, &a, &b),
+                    }
+                }
+                head += head_dim;
+            }
+            token += token_len;
         }
-        token += token_len;
+        line += line_len;
+        (ra, rb) = (
+            ra.wrapping_byte_add(row_step),
+            rb.wrapping_byte_add(row_step),
+        );
     }
 }
 
@@ -801,11 +820,18 @@ impl<V: Vector> Kernel for Simd<V> {
     ) -> bool {
         let pairs = pairing.pairs.min(head_dim / 2).min(ROW_PAIRS);
         let end = first + len;
-        let tokens = line.len().checked_div(token_len).unwrap_or(0);
+        // `tokens · len ≤ ROW_PAIRS` for the line's `tokens = line.len() / token_len`, checked
+        // without a division (one per line otherwise): `line.len() · len ≤ ROW_PAIRS ·
+        // token_len` implies it, and is the same condition for a line of whole tokens.
+        let fits = line.len().checked_mul(len).is_some_and(|n| {
+            token_len
+                .checked_mul(ROW_PAIRS)
+                .is_none_or(|limit| n <= limit)
+        });
         if head_dim == 0
             || token_len == 0
             || end > pairs
-            || tokens.saturating_mul(len) > ROW_PAIRS
+            || !fits
             || !Self::splits(pairing, first, len)
         {
             return false;
@@ -848,8 +874,10 @@ impl<V: Vector> Kernel for Simd<V> {
                     // vector of padding each) are initialised; `first` and `end` are
                     // multiples of a vector (`splits`).
                     $($n if exact => unsafe {
+                        let line_len = line.len();
                         line_in_registers::<V, $n>(
-                            line, token_len, head_dim, layout, (ra, rb), (first, end), shifted,
+                            line, line_len, token_len, head_dim, layout, (ra, rb), 0,
+                            (first, end), shifted,
                         )
                     },)*
                     _ => {
@@ -861,6 +889,101 @@ impl<V: Vector> Kernel for Simd<V> {
                             unsafe { rotate_segments::<V>(token, head_dim, layout, pairs, segments) }
                         }
                     }
+                }
+            };
+        }
+        registers!(1 2 3 4 5 6 7 8);
+        true
+    }
+
+    #[inline(always)]
+    fn rotate_grid_split(
+        x: &mut [f32],
+        lines: usize,
+        line_len: usize,
+        token_len: usize,
+        head_dim: usize,
+        pairing: Pairing,
+        (rows, (row_first, row_len)): (&Row, (usize, usize)),
+        (table, (first, len)): (&Row, (usize, usize)),
+    ) -> bool {
+        let pairs = pairing.pairs.min(head_dim / 2).min(ROW_PAIRS);
+        let (end, row_end) = (first + len, row_first + row_len);
+        // The two sections together are every pair, so that each vector of a head reads one
+        // of the two tables.
+        let covers = (row_first == 0 && row_end == first && end == pairs)
+            || (first == 0 && end == row_first && row_end == pairs);
+        // As in `rotate_line_split`: a line's tokens fit the table.
+        let fits = line_len.checked_mul(len).is_some_and(|n| {
+            token_len
+                .checked_mul(ROW_PAIRS)
+                .is_none_or(|limit| n <= limit)
+        });
+        let layout = pairing.layout;
+        let vectors = match layout {
+            Layout::Interleaved => head_dim / V::LANES,
+            Layout::Half => pairs / V::LANES,
+        };
+        let exact = 2 * pairs == head_dim
+            && match layout {
+                Layout::Interleaved => head_dim.is_multiple_of(V::LANES),
+                Layout::Half => pairs.is_multiple_of(V::LANES),
+            };
+        // At most `lines` lines are rotated: the rows table holds no more.
+        let whole = lines.checked_mul(line_len).map(|n| n.min(x.len()));
+        let (Some(whole), true) = (whole, lines.saturating_mul(row_len) <= ROW_PAIRS) else {
+            return false;
+        };
+        if token_len == 0
+            || !covers
+            || !fits
+            || !exact
+            || !Self::splits(pairing, first, len)
+            || !Self::splits(pairing, row_first, row_len)
+        {
+            return false;
+        }
+        let x = x.get_mut(..whole).unwrap_or(&mut []);
+        let scale = match layout {
+            Layout::Interleaved => 2,
+            Layout::Half => 1,
+        };
+        // Line `l` reads the rows table's pairs `l·row_len ..` for pairs `row_first ..`, token
+        // `t` the table's pairs `t·len ..` for pairs `first ..` (shifted arrays, as in
+        // `rotate_line_split`).
+        let (ra, rb) = (rows.a.as_ptr().cast::<f32>(), rows.b.as_ptr().cast::<f32>());
+        let row0 = (
+            ra.wrapping_sub(scale * row_first),
+            rb.wrapping_sub(scale * row_first),
+        );
+        let row_step = scale * row_len * size_of::<f32>();
+        let (ta, tb) = (
+            table.a.as_ptr().cast::<f32>(),
+            table.b.as_ptr().cast::<f32>(),
+        );
+        let shifted = |t: usize| {
+            let shift = scale * t * len;
+            (
+                ta.wrapping_add(shift).wrapping_sub(scale * first),
+                tb.wrapping_add(shift).wrapping_sub(scale * first),
+            )
+        };
+        macro_rules! registers {
+            ($($n:literal)*) => {
+                match vectors {
+                    // SAFETY: the instruction set is available (`Simd<V>` only runs inside
+                    // its arch file's `run`); the heads are exactly `n` vectors; every vector
+                    // of a head lies in one of the two sections (`covers`), on whole vectors
+                    // (`splits`); the rows table's first `2·lines·row_len` floats and the
+                    // table's first `2·tokens·len` are initialised, and at most `lines` lines
+                    // of at most `ROW_PAIRS / len` tokens are rotated.
+                    $($n => unsafe {
+                        line_in_registers::<V, $n>(
+                            x, line_len, token_len, head_dim, layout, row0, row_step,
+                            (first, end), shifted,
+                        )
+                    },)*
+                    _ => return false,
                 }
             };
         }
