@@ -52,10 +52,19 @@ typedef struct rope2d_shape {
   size_t heads;
   // Leading tokens that are not rotated.
   size_t prefix;
+  // `int16_t` / `int8_t` buffers (`rope2d_rotate_elem`): a stored `q` means
+  // `q · input_scale`; outputs are stored as `round(v / output_scale)`, saturated. Both 0:
+  // the same scale in and out (Q15, Q7). Must be 0 for float buffers.
+  float input_scale;
+  // See `input_scale`.
+  float output_scale;
 } rope2d_shape;
 
 // Rotation direction.
 typedef uint32_t rope2d_direction;
+
+// The element type of a buffer (`rope2d_rotate_elem`, `rope2d_rotate_at_elem`).
+typedef uint32_t rope2d_elem;
 
 // Success.
 #define ROPE2D_OK 0
@@ -169,6 +178,21 @@ typedef uint32_t rope2d_direction;
 
 // Angles rounded like float32 reference code (to reproduce it bit for bit).
 #define ROPE2D_ANGLES_FLOAT32 1
+
+// `float`.
+#define ROPE2D_F32 0
+
+// IEEE binary16 (`_Float16`, `__fp16`), as `uint16_t` bits.
+#define ROPE2D_F16 1
+
+// bfloat16, as `uint16_t` bits.
+#define ROPE2D_BF16 2
+
+// `int16_t`, quantised (`rope2d_shape`'s scales; Q15 without them).
+#define ROPE2D_I16 3
+
+// `int8_t`, quantised (Q7 without scales).
+#define ROPE2D_I8 4
 
 // The reference: plain arithmetic, the same bits on every target.
 #define ROPE2D_BACKEND_SCALAR 0
@@ -408,6 +432,37 @@ rope2d_status rope2d_rotate(const struct rope2d_rope *rope,
                             const uint32_t *origin,
                             size_t axes,
                             rope2d_direction dir);
+
+// `rope2d_rotate` of a buffer of `elem` values (`len` of them): f16 and bf16 rotated in
+// float and rounded to nearest-even, integers quantised by `shape`'s scales, rounded and
+// saturated.
+//
+// # Safety
+// As `rope2d_rotate`, with `x` null or `len` writable values of `elem`'s size, aligned for
+// it.
+rope2d_status rope2d_rotate_elem(const struct rope2d_rope *rope,
+                                 rope2d_elem elem,
+                                 void *x,
+                                 size_t len,
+                                 struct rope2d_shape shape,
+                                 const size_t *extents,
+                                 const uint32_t *origin,
+                                 size_t axes,
+                                 rope2d_direction dir);
+
+// `rope2d_rotate_at` of a buffer of `elem` values (see `rope2d_rotate_elem`).
+//
+// # Safety
+// As `rope2d_rotate_at` and `rope2d_rotate_elem`.
+rope2d_status rope2d_rotate_at_elem(const struct rope2d_rope *rope,
+                                    rope2d_elem elem,
+                                    void *x,
+                                    size_t len,
+                                    struct rope2d_shape shape,
+                                    const uint32_t *positions,
+                                    size_t tokens,
+                                    size_t axes,
+                                    rope2d_direction dir);
 
 // `rope2d_rotate` for queries and keys of the same shape and positions: neither is written
 // unless both are valid.

@@ -30,10 +30,11 @@
 use core::ffi::c_char;
 use core::mem::{align_of, size_of};
 
+use rope2d::half::{bf16, f16};
 use rope2d::preset::{self, AxisOrder};
 use rope2d::{
-    AnglePrecision, Backend, Direct, Direction, Error, Grid, Layout, Rope, Shape, Source, Spec,
-    Table,
+    AnglePrecision, Backend, Direct, Direction, Element, Error, Grid, Layout, Rope, Shape, Source,
+    Spec, Table,
 };
 
 /// The result of every fallible call: `ROPE2D_OK` (0) or one of the `ROPE2D_ERROR_*` codes.
@@ -128,6 +129,19 @@ pub const ROPE2D_ANGLES_EXACT: rope2d_precision = 0;
 /// Angles rounded like float32 reference code (to reproduce it bit for bit).
 pub const ROPE2D_ANGLES_FLOAT32: rope2d_precision = 1;
 
+/// The element type of a buffer (`rope2d_rotate_elem`, `rope2d_rotate_at_elem`).
+pub type rope2d_elem = u32;
+/// `float`.
+pub const ROPE2D_F32: rope2d_elem = 0;
+/// IEEE binary16 (`_Float16`, `__fp16`), as `uint16_t` bits.
+pub const ROPE2D_F16: rope2d_elem = 1;
+/// bfloat16, as `uint16_t` bits.
+pub const ROPE2D_BF16: rope2d_elem = 2;
+/// `int16_t`, quantised (`rope2d_shape`'s scales; Q15 without them).
+pub const ROPE2D_I16: rope2d_elem = 3;
+/// `int8_t`, quantised (Q7 without scales).
+pub const ROPE2D_I8: rope2d_elem = 4;
+
 /// A kernel implementation (`rope2d_backend_name`).
 pub type rope2d_backend = u32;
 /// The reference: plain arithmetic, the same bits on every target.
@@ -150,6 +164,12 @@ pub struct rope2d_shape {
     pub heads: usize,
     /// Leading tokens that are not rotated.
     pub prefix: usize,
+    /// `int16_t` / `int8_t` buffers (`rope2d_rotate_elem`): a stored `q` means
+    /// `q · input_scale`; outputs are stored as `round(v / output_scale)`, saturated. Both 0:
+    /// the same scale in and out (Q15, Q7). Must be 0 for float buffers.
+    pub input_scale: f32,
+    /// See `input_scale`.
+    pub output_scale: f32,
 }
 
 /// 64-bit words of a `rope2d_spec`.
@@ -412,7 +432,7 @@ unsafe fn slice<'a, T>(ptr: *const T, len: usize) -> Result<&'a [T], rope2d_stat
 ///
 /// # Safety
 /// Unless null, `ptr` points to `len` writable floats that nothing else accesses during `'a`.
-unsafe fn slice_mut<'a>(ptr: *mut f32, len: usize) -> Result<&'a mut [f32], rope2d_status> {
+unsafe fn slice_mut<'a, T>(ptr: *mut T, len: usize) -> Result<&'a mut [T], rope2d_status> {
     if len == 0 {
         return Ok(&mut []);
     }
@@ -437,7 +457,7 @@ fn check_pointer<T>(ptr: *const T, len: usize) -> Result<(), rope2d_status> {
 }
 
 /// The byte range of `len` floats at `ptr`.
-fn range(ptr: *const f32, len: usize) -> (usize, usize) {
+fn range<T>(ptr: *const T, len: usize) -> (usize, usize) {
     let start = ptr as usize;
     (
         start,
@@ -1119,10 +1139,10 @@ pub unsafe extern "C" fn rope2d_rope_backend(
 ///
 /// # Safety
 /// Each `(ptr, len)` is null or `len` writable floats, not accessed elsewhere during the call.
-unsafe fn buffers<'a, const N: usize>(
+unsafe fn buffers<'a, T, const N: usize>(
     handle: &RopeHandle,
-    bufs: [(*mut f32, usize); N],
-) -> Result<[&'a mut [f32]; N], rope2d_status> {
+    bufs: [(*mut T, usize); N],
+) -> Result<[&'a mut [T]; N], rope2d_status> {
     for (i, &(ptr, len)) in bufs.iter().enumerate() {
         if len != 0 {
             check_pointer(ptr, len)?;
@@ -1153,17 +1173,17 @@ enum Where {
 ///
 /// # Safety
 /// The pointers are null or valid for their lengths (documented on the public functions).
-unsafe fn rotate_any<const N: usize>(
+unsafe fn rotate_any<E: Element, const N: usize>(
     rope: *const rope2d_rope,
-    bufs: [(*mut f32, usize); N],
+    bufs: [(*mut E, usize); N],
     shape: rope2d_shape,
     at: Where,
     axes: usize,
     dir: rope2d_direction,
 ) -> rope2d_status {
-    fn run<const A: usize, S: Source<A>, const N: usize>(
+    fn run<E: Element, const A: usize, S: Source<A>, const N: usize>(
         r: &Rope<A, S>,
-        bufs: [&mut [f32]; N],
+        bufs: [&mut [E]; N],
         shape: Shape,
         at: &Where,
         axes: usize,
@@ -1209,7 +1229,11 @@ unsafe fn rotate_any<const N: usize>(
         let dir = direction(dir)?;
         // SAFETY: forwarded from the caller.
         let bufs = unsafe { buffers(&handle, bufs) }?;
-        let shape = Shape::heads(shape.heads).with_prefix(shape.prefix);
+        let mut scaled = Shape::heads(shape.heads).with_prefix(shape.prefix);
+        if shape.input_scale != 0.0 || shape.output_scale != 0.0 {
+            scaled = scaled.with_scales(shape.input_scale, shape.output_scale);
+        }
+        let shape = scaled;
         with_rope!(handle, r => run(r, bufs, shape, &at, axes, dir))
     })();
     code(result)
@@ -1243,6 +1267,80 @@ pub unsafe extern "C" fn rope2d_rotate(
             axes,
             dir,
         )
+    }
+}
+
+/// `rope2d_rotate` of a buffer of `elem` values (`len` of them): f16 and bf16 rotated in
+/// float and rounded to nearest-even, integers quantised by `shape`'s scales, rounded and
+/// saturated.
+///
+/// # Safety
+/// As `rope2d_rotate`, with `x` null or `len` writable values of `elem`'s size, aligned for
+/// it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rope2d_rotate_elem(
+    rope: *const rope2d_rope,
+    elem: rope2d_elem,
+    x: *mut core::ffi::c_void,
+    len: usize,
+    shape: rope2d_shape,
+    extents: *const usize,
+    origin: *const u32,
+    axes: usize,
+    dir: rope2d_direction,
+) -> rope2d_status {
+    let at = Where::Grid { extents, origin };
+    // SAFETY: forwarded from the caller; the pointer is cast to the type `elem` names.
+    unsafe { rotate_elem(rope, elem, x, len, shape, at, axes, dir) }
+}
+
+/// `rope2d_rotate_at` of a buffer of `elem` values (see `rope2d_rotate_elem`).
+///
+/// # Safety
+/// As `rope2d_rotate_at` and `rope2d_rotate_elem`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rope2d_rotate_at_elem(
+    rope: *const rope2d_rope,
+    elem: rope2d_elem,
+    x: *mut core::ffi::c_void,
+    len: usize,
+    shape: rope2d_shape,
+    positions: *const u32,
+    tokens: usize,
+    axes: usize,
+    dir: rope2d_direction,
+) -> rope2d_status {
+    let at = Where::List { positions, tokens };
+    // SAFETY: forwarded from the caller.
+    unsafe { rotate_elem(rope, elem, x, len, shape, at, axes, dir) }
+}
+
+/// One buffer of the element type `elem` names.
+///
+/// # Safety
+/// As `rope2d_rotate_elem`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn rotate_elem(
+    rope: *const rope2d_rope,
+    elem: rope2d_elem,
+    x: *mut core::ffi::c_void,
+    len: usize,
+    shape: rope2d_shape,
+    at: Where,
+    axes: usize,
+    dir: rope2d_direction,
+) -> rope2d_status {
+    // SAFETY: forwarded from the caller, who passes `len` values of the type `elem` names (each
+    // arm casts to that type).
+    unsafe {
+        match elem {
+            ROPE2D_F32 => rotate_any(rope, [(x.cast::<f32>(), len)], shape, at, axes, dir),
+            ROPE2D_F16 => rotate_any(rope, [(x.cast::<f16>(), len)], shape, at, axes, dir),
+            ROPE2D_BF16 => rotate_any(rope, [(x.cast::<bf16>(), len)], shape, at, axes, dir),
+            ROPE2D_I16 => rotate_any(rope, [(x.cast::<i16>(), len)], shape, at, axes, dir),
+            ROPE2D_I8 => rotate_any(rope, [(x.cast::<i8>(), len)], shape, at, axes, dir),
+            _ => ROPE2D_ERROR_INVALID_ENUM,
+        }
     }
 }
 
@@ -1439,6 +1537,8 @@ mod tests {
         let shape = rope2d_shape {
             heads: 1,
             prefix: 0,
+            input_scale: 0.0,
+            output_scale: 0.0,
         };
         let extents = [1usize, 1];
         // SAFETY: every pointer is valid for the lengths passed.
@@ -1531,6 +1631,8 @@ mod tests {
         let shape = rope2d_shape {
             heads: 2,
             prefix: 0,
+            input_scale: 0.0,
+            output_scale: 0.0,
         };
         // SAFETY: every pointer is valid for the lengths passed; `storage` outlives `rope`.
         unsafe {

@@ -117,7 +117,7 @@ static void axial_checks(void) {
     }
 
     /* q and k: a CLS token (left alone), then the golden grid; k's CLS differs. */
-    rope2d_shape shape = {AXIAL_HEADS, 1};
+    rope2d_shape shape = {.heads = AXIAL_HEADS, .prefix = 1};
     for (size_t i = 0; i < AXIAL_TOKEN_LEN; i++) {
         q[i] = (float)i;
         k[i] = -(float)i;
@@ -157,7 +157,7 @@ static void axial_checks(void) {
         s = rope2d_rope_set_backend(&forced, b);
         copy(k, axial_input, AXIAL_LEN);
         if (s == ROPE2D_OK) {
-            s = rope2d_rotate_at(&forced, k, AXIAL_LEN, (rope2d_shape){AXIAL_HEADS, 0},
+            s = rope2d_rotate_at(&forced, k, AXIAL_LEN, (rope2d_shape){.heads = AXIAL_HEADS, .prefix = 0},
                                  axial_positions, AXIAL_TOKENS, 2, ROPE2D_FORWARD);
         }
         print("      backend ");
@@ -168,28 +168,28 @@ static void axial_checks(void) {
 
     /* Errors: each reported, nothing written. */
     copy(k, axial_input, AXIAL_LEN);
-    s = rope2d_rotate(&rope, k, AXIAL_LEN - 1, (rope2d_shape){AXIAL_HEADS, 0}, axial_extents,
+    s = rope2d_rotate(&rope, k, AXIAL_LEN - 1, (rope2d_shape){.heads = AXIAL_HEADS, .prefix = 0}, axial_extents,
                       NULL, 2, ROPE2D_FORWARD);
     report("error: buffer length", s == ROPE2D_ERROR_BUFFER_LENGTH && same(k, axial_input, AXIAL_LEN),
            ROPE2D_OK, -1.0f);
-    s = rope2d_rotate(&rope, k, AXIAL_LEN - AXIAL_TOKEN_LEN, (rope2d_shape){AXIAL_HEADS, 0},
+    s = rope2d_rotate(&rope, k, AXIAL_LEN - AXIAL_TOKEN_LEN, (rope2d_shape){.heads = AXIAL_HEADS, .prefix = 0},
                       axial_extents, NULL, 2, ROPE2D_FORWARD);
     report("error: token count", s == ROPE2D_ERROR_TOKEN_COUNT && same(k, axial_input, AXIAL_LEN),
            ROPE2D_OK, -1.0f);
-    s = rope2d_rotate(&rope, NULL, AXIAL_LEN, (rope2d_shape){AXIAL_HEADS, 0}, axial_extents, NULL,
+    s = rope2d_rotate(&rope, NULL, AXIAL_LEN, (rope2d_shape){.heads = AXIAL_HEADS, .prefix = 0}, axial_extents, NULL,
                       2, ROPE2D_FORWARD);
     report("error: null buffer", s == ROPE2D_ERROR_NULL_POINTER, ROPE2D_OK, -1.0f);
-    s = rope2d_rotate(&rope, k, AXIAL_LEN, (rope2d_shape){AXIAL_HEADS, 0}, axial_extents, NULL, 2,
+    s = rope2d_rotate(&rope, k, AXIAL_LEN, (rope2d_shape){.heads = AXIAL_HEADS, .prefix = 0}, axial_extents, NULL, 2,
                       7);
     report("error: invalid direction", s == ROPE2D_ERROR_INVALID_ENUM, ROPE2D_OK, -1.0f);
-    s = rope2d_rotate(&rope, k, AXIAL_LEN, (rope2d_shape){AXIAL_HEADS, 0}, axial_extents, NULL, 3,
+    s = rope2d_rotate(&rope, k, AXIAL_LEN, (rope2d_shape){.heads = AXIAL_HEADS, .prefix = 0}, axial_extents, NULL, 3,
                       ROPE2D_FORWARD);
     report("error: axes", s == ROPE2D_ERROR_AXES, ROPE2D_OK, -1.0f);
     s = rope2d_rotate_qk(&rope, k, AXIAL_LEN, k + AXIAL_TOKEN_LEN, AXIAL_LEN,
-                         (rope2d_shape){AXIAL_HEADS, 0}, axial_extents, NULL, 2, ROPE2D_FORWARD);
+                         (rope2d_shape){.heads = AXIAL_HEADS, .prefix = 0}, axial_extents, NULL, 2, ROPE2D_FORWARD);
     report("error: q and k overlap", s == ROPE2D_ERROR_OVERLAP && same(k, axial_input, AXIAL_LEN),
            ROPE2D_OK, -1.0f);
-    s = rope2d_rotate(&rope, &axial_table[0][0], 2 * AXIAL_HEAD_DIM, (rope2d_shape){1, 0},
+    s = rope2d_rotate(&rope, &axial_table[0][0], 2 * AXIAL_HEAD_DIM, (rope2d_shape){.heads = 1, .prefix = 0},
                       (const size_t[]){1, 1}, NULL, 2, ROPE2D_FORWARD);
     report("error: buffer overlaps the table", s == ROPE2D_ERROR_OVERLAP, ROPE2D_OK, -1.0f);
     const uint32_t outside[2] = {0, 4};
@@ -198,7 +198,7 @@ static void axial_checks(void) {
            s == ROPE2D_ERROR_POSITION_OUT_OF_RANGE && same(k, axial_input, AXIAL_LEN), ROPE2D_OK,
            -1.0f);
     rope2d_rope zeroed = {{0}};
-    s = rope2d_rotate(&zeroed, k, AXIAL_LEN, (rope2d_shape){AXIAL_HEADS, 0}, axial_extents, NULL, 2,
+    s = rope2d_rotate(&zeroed, k, AXIAL_LEN, (rope2d_shape){.heads = AXIAL_HEADS, .prefix = 0}, axial_extents, NULL, 2,
                       ROPE2D_FORWARD);
     report("error: handle not built", s == ROPE2D_ERROR_BAD_HANDLE, ROPE2D_OK, -1.0f);
     rope2d_rope untouched = zeroed;
@@ -231,7 +231,7 @@ static void table_case(const char *name, rope2d_status spec_status, const rope2d
     copy(big, input, len);
     copy(big2, input, len);
     if (s == ROPE2D_OK) {
-        s = rope2d_rotate_qk_at(&rope, big, len, big2, len, (rope2d_shape){heads, 0}, positions,
+        s = rope2d_rotate_qk_at(&rope, big, len, big2, len, (rope2d_shape){.heads = heads, .prefix = 0}, positions,
                                 tokens, axes, ROPE2D_FORWARD);
     }
     golden(name, s, big, expected, len);
@@ -249,10 +249,89 @@ static void direct_case(const char *name, rope2d_status spec_status, const rope2
     }
     copy(big, input, len);
     if (s == ROPE2D_OK) {
-        s = rope2d_rotate_at(&rope, big, len, (rope2d_shape){heads, 0}, positions, tokens, 1,
+        s = rope2d_rotate_at(&rope, big, len, (rope2d_shape){.heads = heads, .prefix = 0}, positions, tokens, 1,
                              ROPE2D_FORWARD);
     }
     golden(name, s, big, expected, len);
+}
+
+/* bf16 bits of `v`, rounded to nearest-even (no NaN here). */
+static uint16_t bf16_bits(float v) {
+    union {
+        float f;
+        uint32_t u;
+    } x = {.f = v};
+    return (uint16_t)((x.u + 0x7FFFu + ((x.u >> 16) & 1u)) >> 16);
+}
+
+static float bf16_value(uint16_t b) {
+    union {
+        float f;
+        uint32_t u;
+    } x = {.u = (uint32_t)b << 16};
+    return x.f;
+}
+
+/* `v` rounded to nearest-even and saturated to int8 (|v| < 2^22 here). */
+static int8_t i8_round(float v) {
+    float r = (v + 12582912.0f) - 12582912.0f;
+    return (int8_t)(r > 127.0f ? 127.0f : r < -128.0f ? -128.0f : r);
+}
+
+static uint16_t bf16_buf[AXIAL_LEN];
+static int8_t i8_buf[AXIAL_LEN];
+
+/* bf16 and int8 buffers: the result is the rounded float rotation of the same values. */
+static void element_checks(void) {
+    rope2d_spec spec;
+    rope2d_rope rope;
+    rope2d_status s = rope2d_spec_rope_vit(AXIAL_HEAD_DIM, &spec);
+    if (s == ROPE2D_OK) {
+        s = rope2d_table_build(&spec, axial_extents, 2, &axial_table[0][0],
+                               sizeof axial_table / sizeof axial_table[0], &rope);
+    }
+    for (size_t i = 0; i < AXIAL_LEN; i++) {
+        bf16_buf[i] = bf16_bits(axial_input[i]);
+        q[i] = bf16_value(bf16_buf[i]);
+    }
+    rope2d_shape shape = {.heads = AXIAL_HEADS, .prefix = 0};
+    if (s == ROPE2D_OK) {
+        s = rope2d_rotate(&rope, q, AXIAL_LEN, shape, axial_extents, NULL, 2, ROPE2D_FORWARD);
+    }
+    if (s == ROPE2D_OK) {
+        s = rope2d_rotate_elem(&rope, ROPE2D_BF16, bf16_buf, AXIAL_LEN, shape, axial_extents,
+                               NULL, 2, ROPE2D_FORWARD);
+    }
+    int ok = s == ROPE2D_OK;
+    for (size_t i = 0; ok && i < AXIAL_LEN; i++) {
+        ok = bf16_buf[i] == bf16_bits(q[i]);
+    }
+    report("bf16 buffer = rounded float rotation", ok, s, -1.0f);
+
+    /* int8 stored at scale 0.05, requantised to 0.04. */
+    const float ratio = 0.05f / 0.04f;
+    for (size_t i = 0; i < AXIAL_LEN; i++) {
+        i8_buf[i] = i8_round(axial_input[i] * 40.0f);
+        q[i] = (float)i8_buf[i] * ratio;
+    }
+    rope2d_shape scaled = {.heads = AXIAL_HEADS, .prefix = 0, .input_scale = 0.05f,
+                           .output_scale = 0.04f};
+    s = rope2d_rotate(&rope, q, AXIAL_LEN, shape, axial_extents, NULL, 2, ROPE2D_FORWARD);
+    if (s == ROPE2D_OK) {
+        s = rope2d_rotate_at_elem(&rope, ROPE2D_I8, i8_buf, AXIAL_LEN, scaled, axial_positions,
+                                  AXIAL_TOKENS, 2, ROPE2D_FORWARD);
+    }
+    ok = s == ROPE2D_OK;
+    for (size_t i = 0; ok && i < AXIAL_LEN; i++) {
+        ok = i8_buf[i] == i8_round(q[i]);
+    }
+    report("int8 buffer (scales 0.05 -> 0.04) = rounded float rotation", ok, s, -1.0f);
+    s = rope2d_rotate_elem(&rope, ROPE2D_BF16, bf16_buf, AXIAL_LEN, scaled, axial_extents, NULL,
+                           2, ROPE2D_FORWARD);
+    report("error: scales on a bf16 buffer", s == ROPE2D_ERROR_INVALID_SCALES, ROPE2D_OK, -1.0f);
+    s = rope2d_rotate_elem(&rope, 9, bf16_buf, AXIAL_LEN, shape, axial_extents, NULL, 2,
+                           ROPE2D_FORWARD);
+    report("error: element type", s == ROPE2D_ERROR_INVALID_ENUM, ROPE2D_OK, -1.0f);
 }
 
 int rope2d_c_checks(void (*out)(const char *s)) {
@@ -265,6 +344,7 @@ int rope2d_c_checks(void (*out)(const char *s)) {
     print("\n");
 
     axial_checks();
+    element_checks();
 
     rope2d_spec spec;
     rope2d_status s = rope2d_spec_wan(WAN_HEAD_DIM, 10000.0, &spec);
@@ -302,11 +382,11 @@ int rope2d_c_checks(void (*out)(const char *s)) {
     copy(big, llama_input, run_len);
     copy(big2, llama_input, run_len);
     if (s == ROPE2D_OK) {
-        s = rope2d_rotate(&table, big, run_len, (rope2d_shape){LLAMA_HEADS, 0}, &run, &origin, 1,
+        s = rope2d_rotate(&table, big, run_len, (rope2d_shape){.heads = LLAMA_HEADS, .prefix = 0}, &run, &origin, 1,
                           ROPE2D_FORWARD);
     }
     if (s == ROPE2D_OK) {
-        s = rope2d_rotate_at(&direct, big2, run_len, (rope2d_shape){LLAMA_HEADS, 0},
+        s = rope2d_rotate_at(&direct, big2, run_len, (rope2d_shape){.heads = LLAMA_HEADS, .prefix = 0},
                              run_positions, run, 1, ROPE2D_FORWARD);
     }
     float worst = s == ROPE2D_OK ? worst_error(big, big2, run_len) : -1.0f;
