@@ -113,8 +113,8 @@ pub enum Error {
     /// coordinates depend on a table's extents: build a table, or pass the coordinates to
     /// [`Direct::rotate_coords`](crate::Direct::rotate_coords)).
     TableCoords,
-    /// Integer scales must be finite and positive with a normal ratio, and float buffers take
-    /// no scales ([`Scales`](crate::Scales)).
+    /// Integer scales must be finite and positive with a ratio in [2⁻⁶⁴, 2⁶⁴], and float
+    /// buffers take no scales ([`Scales`](crate::Scales)).
     InvalidScales,
 }
 
@@ -188,7 +188,7 @@ impl fmt::Display for Error {
             Self::ShapeOverflow => f.write_str("shape too large"),
             Self::BackendUnavailable => f.write_str("backend cannot run on this CPU"),
             Self::InvalidScales => f.write_str(
-                "scales must be finite and positive with a normal ratio, on integer buffers only",
+                "scales must be finite and positive with a ratio in [2^-64, 2^64], on integer buffers only",
             ),
             Self::TableCoords => {
                 f.write_str("tableless rotation takes coordinates as they are: use Coords::Index")

@@ -148,8 +148,8 @@ typedef uint32_t rope2d_elem;
 // Tableless rotation needs index coordinates on every axis.
 #define ROPE2D_ERROR_TABLE_COORDS 30
 
-// Integer scales must be finite and positive with a normal ratio (not used by the float
-// interface; reserved).
+// `rope2d_shape`'s scales: finite and positive with a ratio in [2^-64, 2^64], integer
+// buffers only.
 #define ROPE2D_ERROR_INVALID_SCALES 31
 
 // An error this version of the C interface has no code for (a newer crate).

@@ -95,8 +95,8 @@ pub const ROPE2D_ERROR_SHAPE_OVERFLOW: rope2d_status = 28;
 pub const ROPE2D_ERROR_BACKEND_UNAVAILABLE: rope2d_status = 29;
 /// Tableless rotation needs index coordinates on every axis.
 pub const ROPE2D_ERROR_TABLE_COORDS: rope2d_status = 30;
-/// Integer scales must be finite and positive with a normal ratio (not used by the float
-/// interface; reserved).
+/// `rope2d_shape`'s scales: finite and positive with a ratio in [2^-64, 2^64], integer
+/// buffers only.
 pub const ROPE2D_ERROR_INVALID_SCALES: rope2d_status = 31;
 /// An error this version of the C interface has no code for (a newer crate).
 pub const ROPE2D_ERROR_UNKNOWN: rope2d_status = 99;
@@ -530,7 +530,9 @@ pub extern "C" fn rope2d_status_message(status: rope2d_status) -> *const c_char 
         ROPE2D_ERROR_SHAPE_OVERFLOW => "a size computation overflows\0",
         ROPE2D_ERROR_BACKEND_UNAVAILABLE => "backend not compiled in or not supported here\0",
         ROPE2D_ERROR_TABLE_COORDS => "tableless rotation needs index coordinates\0",
-        ROPE2D_ERROR_INVALID_SCALES => "integer scales must be finite and positive\0",
+        ROPE2D_ERROR_INVALID_SCALES => {
+            "scales: finite, positive, ratio in [2^-64, 2^64], integer buffers only\0"
+        }
         _ => "unknown rope2d status\0",
     };
     message.as_ptr().cast()

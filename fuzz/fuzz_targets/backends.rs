@@ -45,13 +45,16 @@
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
+use rope2d::half::{bf16, f16};
 use rope2d::{
-    AnglePrecision, Backend, Coords, Direct, Direction, Error, FreqIndex, Freqs, Grid, Interleaved,
-    Layout, LearnedFreqs, PerPair, Piece, Plan, Rope, Run, Section, Sections, Shape, Source, Spec,
-    Summed, Table,
+    AnglePrecision, Backend, Coords, Direct, Direction, Element, Error, FreqIndex, Freqs, Grid,
+    Interleaved, Layout, LearnedFreqs, PerPair, Piece, Plan, Rope, Run, Section, Sections, Shape,
+    Source, Spec, Summed, Table,
 };
 
 type Outcome = core::result::Result<(), Error>;
+/// The spec of the case being run, for the element checks' failure messages.
+static CASE: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
 
 fuzz_target!(|data: &[u8]| {
     // `Err` only means the input ran out of bytes.
@@ -584,6 +587,7 @@ fn rotations<const A: usize, P: Plan<A>>(
     if spec.check().is_err() {
         return Ok(());
     }
+    *CASE.lock().unwrap() = format!("{spec:?} table {table}");
     let summed = matches!(spec.freqs, Freqs::Learned(_));
     let heads = if summed {
         Some(spec.pairs().max(1)).and(match spec.freqs {
@@ -785,9 +789,9 @@ fn where_<const A: usize>(u: &mut Unstructured<'_>, ctx: &Ctx<A>) -> Result<(Whe
     })
 }
 
-fn rotate_where<const A: usize, S: Source<A>>(
+fn rotate_where<E: Element, const A: usize, S: Source<A>>(
     rope: &Rope<A, S>,
-    x: &mut [f32],
+    x: &mut [E],
     shape: Shape,
     w: &Where<A>,
     dir: Direction,
@@ -862,7 +866,20 @@ fn calls<const A: usize, S: Source<A>>(
         let token = heads * d;
         let dir = direction(u)?;
         let region = Region::new(ctx.pairing, prefix * token);
-        match u.int_in_range(0..=4)? {
+        match u.int_in_range(0..=5)? {
+            5 => {
+                let (w, n) = where_(u, ctx)?;
+                let x = values(u, (prefix + n) * token)?;
+                let scales = *u.choose(&[(1.0, 1.0), (0.05, 0.04), (0.3, 0.1)])?;
+                let what = format!("rotate {shape:?} {dir:?} {w:?}");
+                let args = (rope, backends, shape, &w, dir, &x[..], scales, &what[..]);
+                match u.int_in_range(0..=3)? {
+                    0 => elements::<f16, A, S>(args),
+                    1 => elements::<bf16, A, S>(args),
+                    2 => elements::<i16, A, S>(args),
+                    _ => elements::<i8, A, S>(args),
+                }
+            }
             0 => {
                 let (w, n) = where_(u, ctx)?;
                 let x = values(u, (prefix + n) * token)?;
@@ -923,4 +940,126 @@ fn calls<const A: usize, S: Source<A>>(
         }
     }
     Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Element types: on every backend, a buffer of `E` gives bit for bit the `f32` rotation of
+// its values (times the scale ratio for integers; the prefix requantised), rounded to `E`
+// (nearest-even; integers saturated, NaN to 0); the same `Ok` or `Err`, and nothing written
+// on `Err`.
+// ---------------------------------------------------------------------------------------
+
+/// The element types checked, with conversions written independently of the crate's.
+trait Elem: Element + Copy + PartialEq + core::fmt::Debug {
+    const INT: bool;
+    fn from_value(v: f32) -> Self;
+    fn value(self) -> f32;
+    fn round(v: f32) -> Self;
+}
+
+impl Elem for f16 {
+    const INT: bool = false;
+    fn from_value(v: f32) -> Self {
+        f16::from_f32(v)
+    }
+    fn value(self) -> f32 {
+        self.to_f32()
+    }
+    fn round(v: f32) -> Self {
+        f16::from_f32(v)
+    }
+}
+
+impl Elem for bf16 {
+    const INT: bool = false;
+    fn from_value(v: f32) -> Self {
+        bf16::from_f32(v)
+    }
+    fn value(self) -> f32 {
+        self.to_f32()
+    }
+    fn round(v: f32) -> Self {
+        bf16::from_f32(v)
+    }
+}
+
+macro_rules! int_elem {
+    ($t:ty) => {
+        impl Elem for $t {
+            const INT: bool = true;
+            fn from_value(v: f32) -> Self {
+                Self::round(v * 64.0)
+            }
+            fn value(self) -> f32 {
+                self as f32
+            }
+            fn round(v: f32) -> Self {
+                if v.is_nan() {
+                    return 0;
+                }
+                v.round_ties_even()
+                    .clamp(<$t>::MIN as f32, <$t>::MAX as f32) as $t
+            }
+        }
+    };
+}
+int_elem!(i16);
+int_elem!(i8);
+
+type ElementArgs<'a, const A: usize, S> = (
+    &'a Rope<A, S>,
+    &'a [Backend],
+    Shape,
+    &'a Where<A>,
+    Direction,
+    &'a [f32],
+    (f32, f32),
+    &'a str,
+);
+
+fn elements<E: Elem, const A: usize, S: Source<A>>(args: ElementArgs<'_, A, S>) {
+    let (rope, backends, shape, w, dir, x, scales, what) = args;
+    let scales = if E::INT { scales } else { (1.0, 1.0) };
+    let ratio = scales.0 / scales.1;
+    let shape_e = if scales == (1.0, 1.0) {
+        shape
+    } else {
+        shape.with_scales(scales.0, scales.1)
+    };
+    let input: Vec<E> = x.iter().map(|&v| E::from_value(v)).collect();
+    let same = |a: E, b: E| a == b || a.value().is_nan() && b.value().is_nan();
+    for &b in core::iter::once(&Backend::Scalar).chain(backends) {
+        let r = rope.with_backend(b).expect("available");
+        let mut got = input.clone();
+        let outcome = rotate_where(&r, &mut got, shape_e, w, dir);
+        let mut want: Vec<f32> = input
+            .iter()
+            .map(|v| if E::INT { v.value() * ratio } else { v.value() })
+            .collect();
+        let want_outcome = rotate_where(&r, &mut want, shape, w, dir);
+        assert_eq!(
+            outcome,
+            want_outcome,
+            "{b:?} {what}: {} {scales:?}",
+            core::any::type_name::<E>()
+        );
+        if outcome.is_err() {
+            assert!(
+                got.iter().zip(&input).all(|(&g, &i)| same(g, i)),
+                "{b:?} {what}: written on Err"
+            );
+            continue;
+        }
+        for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                same(g, E::round(w)),
+                "{b:?} {what} {r:?}: {} {scales:?} value {i} is {g:?}, round({w}) is {:?}; inputs {:?} {:?} {}",
+                core::any::type_name::<E>(),
+                E::round(w),
+                input[i],
+                input[i ^ 1],
+                CASE.lock().unwrap()
+            );
+        }
+    }
 }

@@ -323,6 +323,23 @@ impl<'t, const A: usize> SectionTables<'t, '_, A> {
             Some((run, rest)) if run.axis == last => (rest, Some(*run)),
             _ => (self.runs, None),
         };
+        if shared.iter().any(|run| run.axis == last) {
+            // More than one run on the axis that varies along a line (sections of one axis
+            // apart, or split by an index rule): every token takes every run's entries.
+            let mut position = origin;
+            for line in x.chunks_exact_mut(line_len) {
+                let mut at = position;
+                for token in Tokens::new(line, token_len) {
+                    for run in self.runs {
+                        sink.put(token, run.first, self.run_entries(run, &at));
+                    }
+                    sink.finish(token);
+                    at[last] = at[last].wrapping_add(1);
+                }
+                next_line(&mut position, origin, extents);
+            }
+            return;
+        }
         let width = self.widths.get(last).copied().unwrap_or(0);
         // The varying run's entries for the tokens of a line: consecutive rows of `width`
         // entries from the line's first token, from column `run.column`.
