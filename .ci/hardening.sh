@@ -26,7 +26,13 @@ cd "$(dirname "$0")/.."
 FUZZ_SECONDS="${FUZZ_SECONDS:-45}"
 FUZZ_MAX_LEN=512
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step prints how long the previous one took (CI time is budgeted: keep the whole
+# run under 25 minutes).
+step_start=$SECONDS
+step() {
+    printf '    (%ss)\n\n==> %s\n' "$((SECONDS - step_start))" "$*"
+    step_start=$SECONDS
+}
 start=$SECONDS
 
 step "install: nightly with miri and rust-src, cargo-fuzz (only if missing)"
