@@ -4,7 +4,7 @@
 //!   (LLaMA, d 128, base 10 000) over every position 1 … 2²⁰, for rope2d's exact angles and
 //!   for the float32 angle formation the reference implementations use
 //!   ([`AnglePrecision::Float32`], which reproduces them);
-//! - `speed.svg`, from the last criterion run (`cargo bench --bench rope`, read from
+//! - `speed.svg`, from the last criterion run (`cargo bench -p rope2d-bench`, read from
 //!   `target/criterion`): time per call of each backend and `auto` divided by the in-place
 //!   `x = -x` stream of the same bytes, on every benchmark shape.
 //!
@@ -54,7 +54,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     match speed_svg(&criterion) {
         Some(svg) => std::fs::write(out.join("speed.svg"), svg)?,
         None => println!(
-            "speed: no criterion results in {} (run `cargo bench --bench rope` first); speed.svg not written",
+            "speed: no criterion results in {} (run `cargo bench -p rope2d-bench` first); speed.svg not written",
             criterion.display()
         ),
     }

@@ -115,7 +115,10 @@ pub(crate) mod sealed {
         /// Quantised: loads take a scale ratio, stores saturate.
         const INTEGER: bool;
         /// The buffer itself when it is `f32` (rotated without staging).
-        fn as_f32(x: &mut [Self]) -> Option<&mut [f32]>;
+        #[inline(always)]
+        fn as_f32(_: &mut [Self]) -> Option<&mut [f32]> {
+            None
+        }
         /// The exact `f32` value.
         fn to_f32(self) -> f32;
         /// `v` rounded to nearest-even (integers: saturated; NaN becomes 0).
@@ -139,38 +142,30 @@ pub(crate) mod sealed {
         }
     }
 
-    impl ElementImpl for f16 {
-        const FORMAT: Format = Format::F16;
-        const INTEGER: bool = false;
-        #[inline(always)]
-        fn as_f32(_: &mut [Self]) -> Option<&mut [f32]> {
-            None
-        }
-        #[inline(always)]
-        fn to_f32(self) -> f32 {
-            f16::to_f32(self)
-        }
-        #[inline(always)]
-        fn from_f32(v: f32) -> Self {
-            f16::from_f32(v)
-        }
+    /// The staged types: a format, whether it is quantised, and the two scalar conversions.
+    macro_rules! staged {
+        ($($t:ty: $format:ident, integer $integer:literal, $to:expr, $from:expr;)*) => {$(
+            impl ElementImpl for $t {
+                const FORMAT: Format = Format::$format;
+                const INTEGER: bool = $integer;
+                #[inline(always)]
+                fn to_f32(self) -> f32 {
+                    $to(self)
+                }
+                #[inline(always)]
+                fn from_f32(v: f32) -> Self {
+                    $from(v)
+                }
+            }
+        )*};
     }
 
-    impl ElementImpl for bf16 {
-        const FORMAT: Format = Format::Bf16;
-        const INTEGER: bool = false;
-        #[inline(always)]
-        fn as_f32(_: &mut [Self]) -> Option<&mut [f32]> {
-            None
-        }
-        #[inline(always)]
-        fn to_f32(self) -> f32 {
-            bf16::to_f32(self)
-        }
-        #[inline(always)]
-        fn from_f32(v: f32) -> Self {
-            bf16::from_f32(v)
-        }
+    // Integers: `as` saturates (and maps NaN to 0) after the rounding.
+    staged! {
+        f16: F16, integer false, f16::to_f32, f16::from_f32;
+        bf16: Bf16, integer false, bf16::to_f32, bf16::from_f32;
+        i16: I16, integer true, f32::from, |v| round_ties_even(v) as i16;
+        i8: I8, integer true, f32::from, |v| round_ties_even(v) as i8;
     }
 
     /// `v` rounded to an integer, nearest-even, in `f32` without `libm`: adding and removing
@@ -182,41 +177,6 @@ pub(crate) mod sealed {
             (v + MAGIC) - MAGIC
         } else {
             v
-        }
-    }
-
-    impl ElementImpl for i16 {
-        const FORMAT: Format = Format::I16;
-        const INTEGER: bool = true;
-        #[inline(always)]
-        fn as_f32(_: &mut [Self]) -> Option<&mut [f32]> {
-            None
-        }
-        #[inline(always)]
-        fn to_f32(self) -> f32 {
-            f32::from(self)
-        }
-        #[inline(always)]
-        fn from_f32(v: f32) -> Self {
-            // `as` saturates (and maps NaN to 0).
-            round_ties_even(v) as i16
-        }
-    }
-
-    impl ElementImpl for i8 {
-        const FORMAT: Format = Format::I8;
-        const INTEGER: bool = true;
-        #[inline(always)]
-        fn as_f32(_: &mut [Self]) -> Option<&mut [f32]> {
-            None
-        }
-        #[inline(always)]
-        fn to_f32(self) -> f32 {
-            f32::from(self)
-        }
-        #[inline(always)]
-        fn from_f32(v: f32) -> Self {
-            round_ties_even(v) as i8
         }
     }
 }

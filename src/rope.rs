@@ -58,18 +58,19 @@ pub struct TableAngles<'a, const A: usize, P> {
 
 impl<'a, const A: usize, P: Plan<A>> TableAngles<'a, A, P> {
     /// The source over `tables`, with the plan's runs worked out once: in pair order, except
-    /// that the last axis' run goes last (the one that varies along a grid line; runs cover
-    /// disjoint pairs, so their order does not change a result).
+    /// that the last axis' runs go last (those vary along a grid line; runs cover disjoint
+    /// pairs, so their order does not change a result).
     #[inline(always)]
     fn new(tables: [&'a [[f32; 2]]; A], widths: [usize; A], extents: [usize; A], plan: P) -> Self {
         let (mut runs, run_count) = plan.assign().runs::<A>().unwrap_or(([Run::EMPTY; A], 0));
-        let mut j = 0;
-        while j + 1 < run_count {
-            // Bubble the last axis' run to the end.
-            if runs[j].axis + 1 == A {
-                runs.swap(j, j + 1);
+        // A stable partition (at most A runs): each last-axis run bubbles past the others.
+        let runs_used = runs.get_mut(..run_count).unwrap_or(&mut []);
+        for end in (1..runs_used.len()).rev() {
+            for j in 0..end {
+                if runs_used[j].axis + 1 == A && runs_used[j + 1].axis + 1 != A {
+                    runs_used.swap(j, j + 1);
+                }
             }
-            j += 1;
         }
         Self {
             tables,
@@ -267,14 +268,6 @@ impl<const A: usize, S: Source<A>> Rope<A, S> {
         positions: Po,
         dir: Direction,
     ) {
-        let (prefix, x) = x
-            .split_at_mut_checked(tokens.prefix_len)
-            .unwrap_or_default();
-        if let Some(x) = E::as_f32(x) {
-            let job = self.job(x, tokens.token_len, dir);
-            return self.source.run(self.backend, job, positions);
-        }
-        requantise(prefix, ratio, self.backend);
         let order = positions.order();
         // Chunks keep the positions' own form where they can (whole grid lines, sub-runs,
         // sub-lists: the engine's fast paths); pieces are listed position by position.
@@ -292,8 +285,8 @@ impl<const A: usize, S: Source<A>> Rope<A, S> {
         let mut next = 0;
         let mut list = [[0u32; A]; STAGE_TOKENS];
         let mut listed = usize::MAX;
-        let rotate = |buffer: &mut [f32], token_len, first, n| {
-            let job = self.job(buffer, token_len, dir);
+        let whole = |job: Job<'_, ()>| self.source.run(self.backend, job, positions);
+        let part = |job: Job<'_, ()>, first: usize, n: usize| {
             match order.sub(first, n) {
                 Some(Order::Grid(grid)) => return self.source.run(self.backend, job, grid),
                 Some(Order::Run(run)) => return self.source.run(self.backend, job, run),
@@ -313,14 +306,40 @@ impl<const A: usize, S: Source<A>> Rope<A, S> {
             let list: &[[u32; A]] = list.get(..n).unwrap_or_default();
             self.source.run(self.backend, job, list);
         };
+        self.rotate_elements(x, tokens, ratio, dir, chunks, whole, part);
+    }
+
+    /// Rotates a checked buffer of any element type: after the unrotated prefix, an `f32`
+    /// buffer goes to `whole` as one job; any other type is requantised (the prefix) and
+    /// staged, chunk by chunk, each chunk's tokens `first .. first + n` going to `part`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn rotate_elements<E: Element>(
+        &self,
+        x: &mut [E],
+        tokens: apply::Tokens,
+        ratio: f32,
+        dir: Direction,
+        chunks: Chunks,
+        whole: impl FnOnce(Job<'_, ()>),
+        mut part: impl FnMut(Job<'_, ()>, usize, usize),
+    ) {
+        let (prefix, x) = x
+            .split_at_mut_checked(tokens.prefix_len)
+            .unwrap_or_default();
+        if let Some(x) = E::as_f32(x) {
+            return whole(self.job(x, tokens.token_len, dir));
+        }
+        requantise(prefix, ratio, self.backend);
+        let (head_dim, backend) = (self.head_dim, self.backend);
         staged(
             x,
             tokens,
-            self.head_dim,
+            head_dim,
             ratio,
-            self.backend,
+            backend,
             chunks,
-            rotate,
+            |buffer, token_len, first, n| part(self.job(buffer, token_len, dir), first, n),
         );
     }
 
@@ -663,32 +682,16 @@ impl<'f, const A: usize, P: Plan<A>> Direct<'f, A, P> {
             mscale: self.source.mscale,
             coords: RealCoords(coords),
         };
-        let (prefix, x) = x
-            .split_at_mut_checked(tokens.prefix_len)
-            .unwrap_or_default();
-        if let Some(x) = E::as_f32(x) {
-            let job = self.job(x, tokens.token_len, dir);
-            self.backend.run(job.with(computed(coords)));
-            return Ok(());
-        }
-        requantise(prefix, ratio, self.backend);
         let chunks = Chunks {
             align: 1,
             span: usize::MAX,
         };
-        staged(
-            x,
-            tokens,
-            self.head_dim,
-            ratio,
-            self.backend,
-            chunks,
-            |buffer, token_len, first, n| {
-                let here = coords.get(first..first + n).unwrap_or_default();
-                let job = self.job(buffer, token_len, dir);
-                self.backend.run(job.with(computed(here)));
-            },
-        );
+        let whole = |job: Job<'_, ()>| self.backend.run(job.with(computed(coords)));
+        let part = |job: Job<'_, ()>, first: usize, n: usize| {
+            let here = coords.get(first..first + n).unwrap_or_default();
+            self.backend.run(job.with(computed(here)));
+        };
+        self.rotate_elements(x, tokens, ratio, dir, chunks, whole, part);
         Ok(())
     }
 }

@@ -317,32 +317,18 @@ impl<'t, const A: usize> SectionTables<'t, '_, A> {
         if self.runs.is_empty() {
             return;
         }
-        // The last axis' run varies along a line (the table put it last); the others are
+        // The last axis' runs vary along a line (the table put them last); the others are
         // shared by all the line's tokens.
-        let (shared, varying) = match self.runs.split_last() {
-            Some((run, rest)) if run.axis == last => (rest, Some(*run)),
-            _ => (self.runs, None),
-        };
-        if shared.iter().any(|run| run.axis == last) {
-            // More than one run on the axis that varies along a line (sections of one axis
-            // apart, or split by an index rule): every token takes every run's entries.
-            let mut position = origin;
-            for line in x.chunks_exact_mut(line_len) {
-                let mut at = position;
-                for token in Tokens::new(line, token_len) {
-                    for run in self.runs {
-                        sink.put(token, run.first, self.run_entries(run, &at));
-                    }
-                    sink.finish(token);
-                    at[last] = at[last].wrapping_add(1);
-                }
-                next_line(&mut position, origin, extents);
-            }
-            return;
-        }
+        let split = self
+            .runs
+            .iter()
+            .position(|run| run.axis == last)
+            .unwrap_or(self.runs.len());
+        let (shared, varying) = self.runs.split_at(split);
+        debug_assert!(varying.iter().all(|run| run.axis == last));
         let width = self.widths.get(last).copied().unwrap_or(0);
-        // The varying run's entries for the tokens of a line: consecutive rows of `width`
-        // entries from the line's first token, from column `run.column`.
+        // The varying runs' entries for the tokens of a line: consecutive rows of `width`
+        // entries from the line's first token, each run from its column.
         let varying_table = self
             .tables
             .get(last)
@@ -351,7 +337,7 @@ impl<'t, const A: usize> SectionTables<'t, '_, A> {
         // Row kernels: when the varying run of every token of a line fits one more row and
         // falls on whole vectors, it is prepared once for the whole grid (every line has the
         // same), and each token reads its part from there.
-        if let Some(run) = varying
+        if let [run] = varying
             && sink.rows
             && width != 0
             && K::splits(sink.pairing, run.first, run.len)
@@ -426,16 +412,26 @@ impl<'t, const A: usize> SectionTables<'t, '_, A> {
             for run in shared {
                 sink.put(line, run.first, self.run_entries(run, &position));
             }
-            match varying {
-                Some(run) if width != 0 => {
+            if varying.is_empty() || width == 0 {
+                sink.finish(line);
+            } else if !sink.rows {
+                // Rotated as they come: run by run, each over the line's tokens (the same
+                // inner loop as one run alone).
+                for run in varying {
                     let cols = varying_table.get(run.column..).unwrap_or(&[]);
-                    let tokens = Tokens::new(line, token_len);
-                    for (token, col) in tokens.zip(cols.chunks(width)) {
+                    for (token, col) in Tokens::new(line, token_len).zip(cols.chunks(width)) {
                         sink.put(token, run.first, col.get(..run.len).unwrap_or(col));
-                        sink.finish(token);
                     }
                 }
-                _ => sink.finish(line),
+            } else {
+                // Staged: every run of a token in its row, then the token.
+                for (token, row) in Tokens::new(line, token_len).zip(varying_table.chunks(width)) {
+                    for run in varying {
+                        let entries = row.get(run.column..).unwrap_or(&[]);
+                        sink.put(token, run.first, entries.get(..run.len).unwrap_or(entries));
+                    }
+                    sink.finish(token);
+                }
             }
             next_line(&mut position, origin, extents);
         }

@@ -124,27 +124,34 @@ unsafe fn xcr0() -> u64 {
 // integer rounding as `half`; integers: the same product, clamp and nearest-even rounding,
 // NaN to 0). AVX-512's own `vcvtneps2bf16` is not used: it flushes subnormals.
 
-/// [`element::load`] with vector instructions where this CPU has them.
-pub(crate) fn load<E: Element>(src: &[E], dst: &mut [f32], ratio: f32) {
-    let n = src.len().min(dst.len());
+/// Whether this CPU converts `E` with the vector loops below (`f32` needs no conversion).
+#[inline(always)]
+fn converts_in_vectors<E: Element>() -> bool {
     let f = features();
-    let vector = f & AVX2_FMA != 0
+    f & AVX2_FMA != 0
         && match E::FORMAT {
             Format::F16 => f & F16C != 0,
             Format::Bf16 | Format::I16 | Format::I8 => true,
             Format::F32 => false,
-        };
-    let done = if vector {
-        // SAFETY: AVX2 (and F16C for f16) are available (checked above); `src` holds `n`
-        // values of `E`, whose layout is that of the integer type each arm reads (`f16` and
-        // `bf16` are `repr(transparent)` over `u16`), and `dst` has room for `n` floats.
+        }
+}
+
+/// [`element::load`] with vector instructions where this CPU has them.
+pub(crate) fn load<E: Element>(src: &[E], dst: &mut [f32], ratio: f32) {
+    let n = src.len().min(dst.len());
+    let done = if converts_in_vectors::<E>() {
+        // SAFETY: AVX2 (and F16C for f16) are available (`converts_in_vectors`); `src`
+        // holds `n` values of `E`, whose layout is that of the integer type each arm reads
+        // (`f16` and `bf16` are `repr(transparent)` over `u16`), and `dst` has room for `n`
+        // floats.
         unsafe {
             let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
             match E::FORMAT {
                 Format::F16 => load_f16(s.cast(), d, n),
                 Format::Bf16 => load_bf16(s.cast(), d, n),
                 Format::I16 => load_i16(s.cast(), d, n, ratio),
-                _ => load_i8(s.cast(), d, n, ratio),
+                Format::I8 => load_i8(s.cast(), d, n, ratio),
+                Format::F32 => 0,
             }
         }
     } else {
@@ -156,14 +163,7 @@ pub(crate) fn load<E: Element>(src: &[E], dst: &mut [f32], ratio: f32) {
 /// [`element::store`] with vector instructions where this CPU has them.
 pub(crate) fn store<E: Element>(src: &[f32], dst: &mut [E]) {
     let n = src.len().min(dst.len());
-    let f = features();
-    let vector = f & AVX2_FMA != 0
-        && match E::FORMAT {
-            Format::F16 => f & F16C != 0,
-            Format::Bf16 | Format::I16 | Format::I8 => true,
-            Format::F32 => false,
-        };
-    let done = if vector {
+    let done = if converts_in_vectors::<E>() {
         // SAFETY: as in `load`, with `dst` writable for `n` values of `E`.
         unsafe {
             let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
@@ -171,7 +171,8 @@ pub(crate) fn store<E: Element>(src: &[f32], dst: &mut [E]) {
                 Format::F16 => store_f16(s, d.cast(), n),
                 Format::Bf16 => store_bf16(s, d.cast(), n),
                 Format::I16 => store_i16(s, d.cast(), n),
-                _ => store_i8(s, d.cast(), n),
+                Format::I8 => store_i8(s, d.cast(), n),
+                Format::F32 => 0,
             }
         }
     } else {

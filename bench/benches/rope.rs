@@ -32,7 +32,7 @@
 //!   with buffers of `f16`, `bf16` and `i8` (Q7); their `stream` is the same in-place
 //!   negation over a buffer of that type (the same bytes), compiled like `stream`.
 //!
-//! `cargo bench --bench rope` (several minutes); `-- rope2d/tiny` for one group.
+//! `cargo bench -p rope2d-bench` (several minutes); `-- rope2d/tiny` for one group.
 
 use std::hint::black_box;
 use std::time::Duration;
