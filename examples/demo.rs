@@ -49,7 +49,8 @@ fn main() -> Result<(), rope2d::Error> {
         "table: {} bytes ({ENTRIES} [cos, sin] entries)",
         FixedTable::<ENTRIES, 2>::BYTES
     );
-    println!("backend: {}", table.backend().name());
+    // One line that names what runs: backend, loop form, conversions, CPU (for bug reports).
+    println!("backend: {}", table.backend().describe());
 
     // Throughput: rotate q and k in place, forward then inverse so values stay bounded.
     let (mut bq, mut bk) = (q0.clone(), k0.clone());

@@ -171,7 +171,7 @@ mod spec;
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
-pub use backend::Backend;
+pub use backend::{Backend, Description};
 pub use config::{AnglePrecision, Coords, Direction, Layout, Shape};
 pub use element::{Element, Scales};
 pub use error::Error;

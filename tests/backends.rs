@@ -1012,3 +1012,48 @@ fn grid_with_repeated_axis_sections() {
         }
     }
 }
+
+#[test]
+fn descriptions_name_the_backend_form_and_cpu() {
+    for &backend in Backend::ALL {
+        let description = backend.describe();
+        assert_eq!(description.backend(), backend);
+        let line = description.to_string();
+        let available = if backend.is_available() {
+            "(available)"
+        } else {
+            "(not available on this CPU)"
+        };
+        assert!(
+            line.starts_with(&format!("{} {available}: ", backend.name())),
+            "{line}"
+        );
+        assert!(line.contains("; cpu "), "{line}");
+    }
+    // x86_64 builds with an x86 backend read CPUID: the identity must be the kernel's.
+    let reads_cpuid = Backend::ALL.iter().any(|b| b.name().starts_with("avx"));
+    if cfg!(miri) || !reads_cpuid || !cfg!(target_os = "linux") {
+        return;
+    }
+    let Ok(cpuinfo) = std::fs::read_to_string("/proc/cpuinfo") else {
+        return;
+    };
+    let field = |name: &str| {
+        cpuinfo
+            .lines()
+            .find_map(|l| {
+                let (key, value) = l.split_once(':')?;
+                (key.trim() == name).then(|| value.trim().to_string())
+            })
+            .unwrap_or_default()
+    };
+    let want = format!(
+        "cpu {} family {} model {} stepping {}",
+        field("vendor_id"),
+        field("cpu family"),
+        field("model"),
+        field("stepping")
+    );
+    let line = Backend::auto().describe().to_string();
+    assert!(line.ends_with(&want), "{line} / /proc/cpuinfo: {want}");
+}

@@ -229,6 +229,18 @@ bool rope2d_backend_available(rope2d_backend backend_);
 // `NULL` for a value that is not a `ROPE2D_BACKEND_*` constant.
 const char *rope2d_backend_name(rope2d_backend backend_);
 
+// Writes what `backend` runs on this CPU, in one line (backend, whether the CPU can run it,
+// loop form, element conversions, CPU vendor/family/model/stepping on x86_64; the Rust
+// API's `Backend::describe`), into `buf`: at most `len - 1` bytes and a NUL, cut short when
+// it does not fit. Returns the whole line's length without the NUL, as `snprintf` does (so
+// a second call with a larger buffer gets all of it); 0 for a value that is not a
+// compiled-in `ROPE2D_BACKEND_*` constant (then an empty string). Nothing is written when
+// `len` is 0 or `buf` is NULL.
+//
+// # Safety
+// `buf` null or `len` writable bytes.
+size_t rope2d_backend_describe(rope2d_backend backend_, char *buf, size_t len);
+
 // Axial 2-D RoPE: the first `head_dim/4` pairs rotate by one axis' coordinate, the next
 // `head_dim/4` by the other's, frequencies `base^(−4j/d)`.
 //

@@ -565,6 +565,78 @@ pub extern "C" fn rope2d_backend_name(backend_: rope2d_backend) -> *const c_char
     name.as_ptr().cast()
 }
 
+/// Writes what `backend` runs on this CPU, in one line (backend, whether the CPU can run it,
+/// loop form, element conversions, CPU vendor/family/model/stepping on x86_64; the Rust
+/// API's `Backend::describe`), into `buf`: at most `len - 1` bytes and a NUL, cut short when
+/// it does not fit. Returns the whole line's length without the NUL, as `snprintf` does (so
+/// a second call with a larger buffer gets all of it); 0 for a value that is not a
+/// compiled-in `ROPE2D_BACKEND_*` constant (then an empty string). Nothing is written when
+/// `len` is 0 or `buf` is NULL.
+///
+/// # Safety
+/// `buf` null or `len` writable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rope2d_backend_describe(
+    backend_: rope2d_backend,
+    buf: *mut c_char,
+    len: usize,
+) -> usize {
+    // SAFETY: forwarded from the caller (`buf` null, or `len` writable bytes).
+    let out = unsafe { slice_mut(buf.cast::<u8>(), len) }.unwrap_or(&mut []);
+    let Some(backend) = backend(backend_) else {
+        if let Some(first) = out.first_mut() {
+            *first = 0;
+        }
+        return 0;
+    };
+    describe_into(backend, out)
+}
+
+/// [`rope2d_backend_describe`]'s body: the description cut to `out.len() - 1` bytes (on a
+/// character boundary) and NUL-terminated; returns its full length.
+fn describe_into(backend: Backend, out: &mut [u8]) -> usize {
+    /// Counts every byte, keeps those that fit before the NUL.
+    struct Cut<'o> {
+        out: &'o mut [u8],
+        kept: usize,
+        total: usize,
+        cut: bool,
+    }
+    impl core::fmt::Write for Cut<'_> {
+        fn write_str(&mut self, s: &str) -> core::fmt::Result {
+            self.total += s.len();
+            if self.cut {
+                return Ok(());
+            }
+            let room = self.out.len().saturating_sub(1 + self.kept);
+            // Whole characters only, so the C side always holds valid UTF-8.
+            let mut take = s.len().min(room);
+            while !s.is_char_boundary(take) {
+                take -= 1;
+            }
+            if let Some(dst) = self.out.get_mut(self.kept..self.kept + take) {
+                dst.copy_from_slice(&s.as_bytes()[..take]);
+                self.kept += take;
+            }
+            self.cut = take < s.len();
+            Ok(())
+        }
+    }
+    let mut cut = Cut {
+        out,
+        kept: 0,
+        total: 0,
+        cut: false,
+    };
+    // `Display` of a `Description` cannot fail; a writer that never fails keeps it so.
+    let _ = core::fmt::write(&mut cut, format_args!("{}", backend.describe()));
+    let (kept, total) = (cut.kept, cut.total);
+    if let Some(nul) = cut.out.get_mut(kept) {
+        *nul = 0;
+    }
+    total
+}
+
 // --- specs ----------------------------------------------------------------------------------
 
 /// Axial 2-D RoPE: the first `head_dim/4` pairs rotate by one axis' coordinate, the next
@@ -1466,6 +1538,44 @@ mod tests {
         rope2d_rope {
             opaque: [0; ROPE2D_ROPE_WORDS],
         }
+    }
+
+    #[test]
+    fn backend_descriptions_are_cut_and_terminated_like_snprintf() {
+        /// The call with `len` of `buf`'s bytes offered, and what it left as a string.
+        fn call(b: rope2d_backend, buf: &mut [c_char], len: usize) -> (usize, String) {
+            assert!(len <= buf.len());
+            // SAFETY: `buf` holds at least `len` writable bytes.
+            let n = unsafe { rope2d_backend_describe(b, buf.as_mut_ptr(), len) };
+            let bytes: Vec<u8> = buf
+                .iter()
+                .take_while(|&&c| c != 0)
+                .map(|&c| c as u8)
+                .collect();
+            (n, String::from_utf8(bytes).unwrap())
+        }
+        let auto = rope2d_backend_auto();
+        let want = backend(auto).unwrap().describe().to_string();
+        let (n, got) = call(auto, &mut [0x55; 1024], 1024);
+        assert_eq!((n, got.as_str()), (want.len(), want.as_str()));
+        for len in [1, 2, 7, want.len(), want.len() + 1] {
+            let mut buf = [0x55 as c_char; 1024];
+            let (n, got) = call(auto, &mut buf, len);
+            let kept = len.min(want.len() + 1) - 1;
+            assert_eq!((n, got.as_str()), (want.len(), &want[..kept]), "len {len}");
+            assert!(
+                buf[len..].iter().all(|&c| c == 0x55),
+                "len {len}: wrote past it"
+            );
+        }
+        let mut untouched = [0x55 as c_char; 4];
+        assert_eq!(call(auto, &mut untouched, 0).0, want.len());
+        assert_eq!(untouched, [0x55; 4]);
+        // SAFETY: a null buffer is allowed (nothing is written).
+        let n = unsafe { rope2d_backend_describe(auto, core::ptr::null_mut(), 100) };
+        assert_eq!(n, want.len());
+        let (n, got) = call(99, &mut untouched, 4);
+        assert_eq!((n, got.as_str()), (0, ""));
     }
 
     #[test]

@@ -41,6 +41,13 @@ pub(crate) fn is_available() -> bool {
     super::x86::features() & super::x86::AVX2_FMA != 0
 }
 
+/// The loop, for [`Backend::describe`](super::Backend::describe).
+pub(crate) const FORM: &str =
+    "256-bit FMA; each token's angles expanded once into a row, its heads rotated in address order";
+
+/// How element types are converted.
+pub(crate) use super::x86::conversions;
+
 /// Element conversions: AVX2 (+ F16C) eight values at a time, bit-identical to the reference.
 pub(crate) use super::x86::{load, store};
 

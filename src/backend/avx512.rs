@@ -37,6 +37,16 @@ pub(crate) fn is_available() -> bool {
     super::x86::features() & super::x86::AVX512F != 0
 }
 
+/// The loop, for [`Backend::describe`](super::Backend::describe).
+pub(crate) const FORM: &str = if cfg!(feature = "avx2") {
+    "512-bit FMA on buffers up to 1 MiB, the avx2 loop beyond; each token's angles expanded once into a row, its heads rotated in address order"
+} else {
+    "512-bit FMA; each token's angles expanded once into a row, its heads rotated in address order"
+};
+
+/// How element types are converted.
+pub(crate) use super::x86::conversions;
+
 /// Buffers of more floats than this (1 MiB, beyond L2) are rotated with the 256-bit form,
 /// the `avx2` loop (bit-identical). Streaming from and to memory, 512-bit stores measured
 /// slower than 256-bit ones on both CPUs this was tuned on — an Intel Xeon (family 6,

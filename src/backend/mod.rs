@@ -294,6 +294,20 @@ macro_rules! registry {
                 }
             }
 
+            /// What this backend runs on this CPU, for logs and bug reports: see [`Description`].
+            pub fn describe(self) -> Description {
+                let (form, conversions) = match self {
+                    $(#[cfg($($cfg)*)] Backend::$variant => ($module::FORM, $module::conversions()),)*
+                };
+                Description {
+                    backend: self,
+                    available: self.is_available(),
+                    form,
+                    conversions,
+                    cpu: cpu_id(),
+                }
+            }
+
             /// Inlined into the sources' one out-of-line `run`, so that a job is passed on by
             /// one call, not three.
             #[inline(always)]
@@ -367,6 +381,126 @@ impl Backend {
         // than `Scalar`, which LLVM auto-vectorises; on 32-bit Arm `wide` is plain arrays.
         Backend::Scalar
     }
+}
+
+/// What a [`Backend`] runs on this CPU ([`Backend::describe`]), printed by `Display` as one
+/// line for logs and bug reports: the backend, whether this CPU can run it, its loop form,
+/// how element types are converted, and the CPU as CPUID reports it (x86_64; other
+/// architectures print `cpu not identified`). For example:
+///
+/// `avx512 (available): 512-bit FMA on buffers up to 1 MiB, the avx2 loop beyond; each
+/// token's angles expanded once into a row, its heads rotated in address order; f16 by F16C,
+/// bf16, i16 and i8 by AVX2, eight values at a time; cpu GenuineIntel family 6 model 167
+/// stepping 1`
+///
+/// ```
+/// let line = rope2d::Backend::auto().describe();
+/// assert!(line.to_string().starts_with(rope2d::Backend::auto().name()));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Description {
+    backend: Backend,
+    available: bool,
+    form: &'static str,
+    conversions: &'static str,
+    cpu: Option<CpuId>,
+}
+
+impl Description {
+    /// The backend described.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+}
+
+impl core::fmt::Display for Description {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let available = if self.available {
+            "available"
+        } else {
+            "not available on this CPU"
+        };
+        write!(
+            f,
+            "{} ({available}): {}; {}; ",
+            self.backend.name(),
+            self.form,
+            self.conversions
+        )?;
+        match self.cpu {
+            Some(cpu) => write!(f, "{cpu}"),
+            None => f.write_str("cpu not identified"),
+        }
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for Description {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "{=str} (available: {=bool}): {=str}; {=str}; ",
+            self.backend.name(),
+            self.available,
+            self.form,
+            self.conversions
+        );
+        match self.cpu.map(CpuId::fields) {
+            Some((vendor, family, model, stepping)) => defmt::write!(
+                f,
+                "cpu {=str} family {=u32} model {=u32} stepping {=u32}",
+                vendor,
+                family,
+                model,
+                stepping
+            ),
+            None => defmt::write!(f, "cpu not identified"),
+        }
+    }
+}
+
+#[cfg(all(target_arch = "x86_64", any(feature = "avx2", feature = "avx512")))]
+use x86::{CpuId, cpu_id};
+
+#[cfg(all(target_arch = "x86_64", any(feature = "avx2", feature = "avx512")))]
+impl CpuId {
+    /// Vendor, family, model, stepping.
+    fn fields(self) -> (&'static str, u32, u32, u32) {
+        let vendor = match &self.vendor {
+            b"GenuineIntel" => "GenuineIntel",
+            b"AuthenticAMD" => "AuthenticAMD",
+            b"HygonGenuine" => "HygonGenuine",
+            _ => "other vendor",
+        };
+        (vendor, self.family, self.model, self.stepping)
+    }
+}
+
+/// No CPU identity outside x86_64 (the Arm MIDR is not readable from user space everywhere).
+#[cfg(not(all(target_arch = "x86_64", any(feature = "avx2", feature = "avx512"))))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CpuId {}
+
+#[cfg(not(all(target_arch = "x86_64", any(feature = "avx2", feature = "avx512"))))]
+impl CpuId {
+    fn fields(self) -> (&'static str, u32, u32, u32) {
+        match self {}
+    }
+}
+
+impl core::fmt::Display for CpuId {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let (vendor, family, model, stepping) = self.fields();
+        write!(
+            f,
+            "cpu {vendor} family {family} model {model} stepping {stepping}"
+        )
+    }
+}
+
+#[cfg(not(all(target_arch = "x86_64", any(feature = "avx2", feature = "avx512"))))]
+fn cpu_id() -> Option<CpuId> {
+    None
 }
 
 impl Default for Backend {

@@ -54,6 +54,15 @@ pub(crate) fn is_available() -> bool {
     }
 }
 
+/// The loop, for [`Backend::describe`](super::Backend::describe).
+pub(crate) const FORM: &str =
+    "128-bit FMA; each token's angles expanded once into a row, its heads rotated in address order";
+
+/// How element types are converted.
+pub(crate) fn conversions() -> &'static str {
+    "f16 by fcvtl/fcvtn, bf16 by shifts, i16 and i8 by fcvtns and saturating narrows"
+}
+
 /// [`element::load`] with NEON, bit for bit: four (i8: eight) values at a time, the tail by
 /// the reference. `f16` through `fcvtl` (inline assembly: Rust's `float16x4_t` intrinsics
 /// are unstable), `bf16` by a shift, integers by widening and `scvtf`.

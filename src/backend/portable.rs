@@ -27,6 +27,14 @@ pub(crate) fn is_available() -> bool {
     true
 }
 
+/// The loop, for [`Backend::describe`](super::Backend::describe).
+pub(crate) const FORM: &str = "wide f32x8, instructions chosen at compile time, no fused multiply-add, pair by pair from the tables";
+
+/// How element types are converted.
+pub(crate) fn conversions() -> &'static str {
+    "element types converted in scalar code"
+}
+
 /// Element conversions: the reference ones (LLVM vectorises them).
 pub(crate) use crate::element::{load, store};
 

@@ -14,6 +14,22 @@ pub(crate) fn is_available() -> bool {
     true
 }
 
+/// The loop, for [`Backend::describe`](super::Backend::describe).
+pub(crate) const FORM: &str = if cfg!(all(
+    target_arch = "arm",
+    target_abi = "eabihf",
+    not(target_has_atomic = "64")
+)) {
+    "a hand-scheduled vmul/vmla loop (Arm M-profile FPU), no fused multiply-add"
+} else {
+    "plain Rust, two roundings per product, no fused multiply-add"
+};
+
+/// How element types are converted.
+pub(crate) fn conversions() -> &'static str {
+    "element types converted in scalar code"
+}
+
 /// Element conversions: the reference ones.
 pub(crate) use crate::element::{load, store};
 

@@ -116,6 +116,69 @@ unsafe fn xcr0() -> u64 {
     unsafe { core::arch::x86_64::_xgetbv(0) }
 }
 
+/// The CPU's identity from CPUID (vendor string, display family and model, stepping), for
+/// [`Backend::describe`](super::Backend::describe): what a bug report needs to name the
+/// microarchitecture.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CpuId {
+    pub vendor: [u8; 12],
+    pub family: u32,
+    pub model: u32,
+    pub stepping: u32,
+}
+
+/// This CPU's identity; `None` under Miri (no CPUID).
+#[cfg(miri)]
+pub(crate) fn cpu_id() -> Option<CpuId> {
+    None
+}
+
+/// This CPU's identity (two CPUID leaves; called for descriptions, never on a rotation path).
+#[cfg(not(miri))]
+// `__cpuid_count` became a safe function in Rust 1.90; the `unsafe` blocks keep the MSRV.
+#[allow(unused_unsafe)]
+pub(crate) fn cpu_id() -> Option<CpuId> {
+    use core::arch::x86_64::__cpuid_count;
+
+    // SAFETY: CPUID exists on every x86_64 CPU, and leaf 1 on every one of them.
+    let (leaf0, leaf1) = unsafe { (__cpuid_count(0, 0), __cpuid_count(1, 0)) };
+    let mut vendor = [0u8; 12];
+    for (bytes, word) in vendor
+        .chunks_exact_mut(4)
+        .zip([leaf0.ebx, leaf0.edx, leaf0.ecx])
+    {
+        bytes.copy_from_slice(&word.to_le_bytes());
+    }
+    // The display family and model of Intel's and AMD's manuals: the extended fields count
+    // for family 15 (family) and families 6 and 15 (model).
+    let eax = leaf1.eax;
+    let base_family = (eax >> 8) & 0xf;
+    let base_model = (eax >> 4) & 0xf;
+    let family = match base_family {
+        0xf => base_family + ((eax >> 20) & 0xff),
+        _ => base_family,
+    };
+    let model = match base_family {
+        0x6 | 0xf => base_model | ((eax >> 16) & 0xf) << 4,
+        _ => base_model,
+    };
+    Some(CpuId {
+        vendor,
+        family,
+        model,
+        stepping: eax & 0xf,
+    })
+}
+
+/// How the `avx2` and `avx512` backends convert element types on this CPU.
+pub(crate) fn conversions() -> &'static str {
+    if features() & F16C != 0 {
+        "f16 by F16C, bf16, i16 and i8 by AVX2, eight values at a time"
+    } else {
+        "f16 in scalar code (no F16C), bf16, i16 and i8 by AVX2, eight values at a time"
+    }
+}
+
 // --- element conversions (the `avx2` and `avx512` backends' `load` and `store`) -------------
 //
 // Eight values at a time with AVX2 (+ F16C for f16), the tail and every other case by the

@@ -343,6 +343,28 @@ int rope2d_c_checks(void (*out)(const char *s)) {
     print(rope2d_backend_name(rope2d_backend_auto()));
     print("\n");
 
+    /* What runs, in one line: cut like snprintf, starting with the backend's name. */
+    {
+        char line[512];
+        char tiny[8];
+        const char *name = rope2d_backend_name(rope2d_backend_auto());
+        size_t n = rope2d_backend_describe(rope2d_backend_auto(), line, sizeof line);
+        size_t cut = rope2d_backend_describe(rope2d_backend_auto(), tiny, sizeof tiny);
+        size_t name_len = 0;
+        int starts = 1;
+        while (name[name_len] != 0) {
+            starts = starts && line[name_len] == name[name_len];
+            name_len++;
+        }
+        print("      ");
+        print(line);
+        print("\n");
+        report("backend description: starts with the name, snprintf-like length and cut",
+               n > name_len && n < sizeof line && starts && cut == n && tiny[7] == 0 &&
+                   rope2d_backend_describe(99, tiny, sizeof tiny) == 0 && tiny[0] == 0,
+               ROPE2D_OK, -1.0f);
+    }
+
     axial_checks();
     element_checks();
 
