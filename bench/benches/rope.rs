@@ -44,6 +44,18 @@ use rope2d::{
     preset::{self, AxisOrder, HfRope, HfScaling},
 };
 
+/// Forward then inverse on alternate calls, so that repeated rotations keep the values
+/// bounded.
+fn alternate(forward: &mut bool) -> Direction {
+    let dir = if *forward {
+        Direction::Forward
+    } else {
+        Direction::Inverse
+    };
+    *forward = !*forward;
+    dir
+}
+
 /// A `len`-float buffer starting on a 64-byte boundary, inside an owned allocation.
 struct Aligned {
     storage: Vec<f32>,
@@ -198,13 +210,7 @@ fn group<const A: usize, P: Plan<A>, Po: Positions<A> + Copy>(
         let mut forward = true;
         group.bench_function(id, |b| {
             b.iter(|| {
-                // Forward then inverse, so the values stay bounded.
-                let dir = if forward {
-                    Direction::Forward
-                } else {
-                    Direction::Inverse
-                };
-                forward = !forward;
+                let dir = alternate(&mut forward);
                 table
                     .rotate(black_box(buf.get()), Shape::heads(heads), positions, dir)
                     .unwrap()
@@ -476,12 +482,7 @@ fn element_group<E: BenchElement>(c: &mut Criterion, name: &str, shape: &ShapeSp
         let mut forward = true;
         group.bench_function(id, |b| {
             b.iter(|| {
-                let dir = if forward {
-                    Direction::Forward
-                } else {
-                    Direction::Inverse
-                };
-                forward = !forward;
+                let dir = alternate(&mut forward);
                 let grid = Grid::new(extents);
                 table
                     .rotate(black_box(&mut *buf), Shape::heads(shape.heads), grid, dir)

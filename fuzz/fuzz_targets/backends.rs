@@ -957,31 +957,24 @@ trait Elem: Element + Copy + PartialEq + core::fmt::Debug {
     fn round(v: f32) -> Self;
 }
 
-impl Elem for f16 {
-    const INT: bool = false;
-    fn from_value(v: f32) -> Self {
-        f16::from_f32(v)
-    }
-    fn value(self) -> f32 {
-        self.to_f32()
-    }
-    fn round(v: f32) -> Self {
-        f16::from_f32(v)
-    }
+macro_rules! float_elem {
+    ($t:ty) => {
+        impl Elem for $t {
+            const INT: bool = false;
+            fn from_value(v: f32) -> Self {
+                <$t>::from_f32(v)
+            }
+            fn value(self) -> f32 {
+                self.to_f32()
+            }
+            fn round(v: f32) -> Self {
+                <$t>::from_f32(v)
+            }
+        }
+    };
 }
-
-impl Elem for bf16 {
-    const INT: bool = false;
-    fn from_value(v: f32) -> Self {
-        bf16::from_f32(v)
-    }
-    fn value(self) -> f32 {
-        self.to_f32()
-    }
-    fn round(v: f32) -> Self {
-        bf16::from_f32(v)
-    }
-}
+float_elem!(f16);
+float_elem!(bf16);
 
 macro_rules! int_elem {
     ($t:ty) => {
