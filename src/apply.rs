@@ -8,11 +8,12 @@ use crate::config::Shape;
 use crate::error::Error;
 
 /// A checked buffer: `prefix_len` unrotated values, then `tokens` tokens of `token_len`.
+/// (`pub` in a private module: it appears in the sealed source trait.)
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Tokens {
-    pub prefix_len: usize,
-    pub token_len: usize,
-    pub tokens: usize,
+pub struct Tokens {
+    pub(crate) prefix_len: usize,
+    pub(crate) token_len: usize,
+    pub(crate) tokens: usize,
 }
 
 /// Checks that a buffer of `len` values is whole tokens of `shape.heads · head_dim` values,

@@ -119,6 +119,11 @@ pub(crate) mod sealed {
         fn as_f32(_: &mut [Self]) -> Option<&mut [f32]> {
             None
         }
+        /// The buffer itself when it is `i16` or `i8` (what a Q15 table rotates).
+        #[inline(always)]
+        fn as_fixed(_: &mut [Self]) -> Option<FixedSlice<'_>> {
+            None
+        }
         /// The exact `f32` value.
         fn to_f32(self) -> f32;
         /// `v` rounded to nearest-even (integers: saturated; NaN becomes 0).
@@ -142,12 +147,26 @@ pub(crate) mod sealed {
         }
     }
 
-    /// The staged types: a format, whether it is quantised, and the two scalar conversions.
+    /// A buffer of `i16` or `i8`.
+    pub enum FixedSlice<'x> {
+        I16(&'x mut [i16]),
+        I8(&'x mut [i8]),
+    }
+
+    /// The staged types: a format, whether it is quantised, the two scalar conversions, and
+    /// (integers) the [`FixedSlice`] variant.
     macro_rules! staged {
-        ($($t:ty: $format:ident, integer $integer:literal, $to:expr, $from:expr;)*) => {$(
+        ($($t:ty: $format:ident, integer $integer:literal, $to:expr, $from:expr
+            $(, fixed $fixed:ident)?;)*) => {$(
             impl ElementImpl for $t {
                 const FORMAT: Format = Format::$format;
                 const INTEGER: bool = $integer;
+                $(
+                #[inline(always)]
+                fn as_fixed(x: &mut [Self]) -> Option<FixedSlice<'_>> {
+                    Some(FixedSlice::$fixed(x))
+                }
+                )?
                 #[inline(always)]
                 fn to_f32(self) -> f32 {
                     $to(self)
@@ -164,8 +183,8 @@ pub(crate) mod sealed {
     staged! {
         f16: F16, integer false, f16::to_f32, f16::from_f32;
         bf16: Bf16, integer false, bf16::to_f32, bf16::from_f32;
-        i16: I16, integer true, f32::from, |v| round_ties_even(v) as i16;
-        i8: I8, integer true, f32::from, |v| round_ties_even(v) as i8;
+        i16: I16, integer true, f32::from, |v| round_ties_even(v) as i16, fixed I16;
+        i8: I8, integer true, f32::from, |v| round_ties_even(v) as i8, fixed I8;
     }
 
     /// `v` rounded to an integer, nearest-even, in `f32` without `libm`: adding and removing

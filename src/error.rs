@@ -116,6 +116,10 @@ pub enum Error {
     /// Integer scales must be finite and positive with a ratio in [2⁻⁶⁴, 2⁶⁴], and float
     /// buffers take no scales ([`Scales`](crate::Scales)).
     InvalidScales,
+    /// What a Q15 table ([`Q15Table`](crate::Q15Table)) does not do in fixed point: a buffer
+    /// other than `i16` or `i8`, [`Scales`](crate::Scales) other than `SAME`, or a spec
+    /// whose `mscale` is not 1.
+    FixedPoint,
 }
 
 impl fmt::Display for Error {
@@ -189,6 +193,9 @@ impl fmt::Display for Error {
             Self::BackendUnavailable => f.write_str("backend cannot run on this CPU"),
             Self::InvalidScales => f.write_str(
                 "scales must be finite and positive with a ratio in [2^-64, 2^64], on integer buffers only",
+            ),
+            Self::FixedPoint => f.write_str(
+                "a Q15 table rotates i16 and i8 buffers at Scales::SAME, for an mscale of 1",
             ),
             Self::TableCoords => {
                 f.write_str("tableless rotation takes coordinates as they are: use Coords::Index")

@@ -7,6 +7,58 @@ use crate::error::Error;
 use crate::math::{self, Turns};
 use crate::spec::{Assign, FreqIndex, Freqs};
 
+/// The number format of a table's `[cos, sin]` entries: `[f32; 2]` ([`Table`](crate::Table))
+/// or Q15 `[i16; 2]` ([`Q15Table`](crate::Q15Table), built and applied with integer
+/// arithmetic only). Sealed.
+pub trait TableEntry: sealed::TableEntryImpl {}
+
+impl TableEntry for [f32; 2] {}
+impl TableEntry for [i16; 2] {}
+
+pub(crate) mod sealed {
+    use super::*;
+
+    /// What the table fill and the token loops need of an entry format.
+    pub trait TableEntryImpl: Copy + core::fmt::Debug + 'static {
+        /// The entry of angle 0 (a fallback the loops never reach on checked input).
+        const IDENTITY: Self;
+        /// Checks that the format holds entries of magnitude `mscale`.
+        fn check_mscale(mscale: f32) -> Result<(), Error>;
+        /// `mscale · [cos, sin]` of `phase` (turns, `2^64` = one turn).
+        fn at_phase(phase: u64, mscale: f32) -> Self;
+    }
+
+    impl TableEntryImpl for [f32; 2] {
+        const IDENTITY: Self = [1.0, 0.0];
+        #[inline(always)]
+        fn check_mscale(_: f32) -> Result<(), Error> {
+            Ok(())
+        }
+        #[inline(always)]
+        fn at_phase(phase: u64, mscale: f32) -> Self {
+            scaled(math::cos_sin_turns(phase), mscale)
+        }
+    }
+
+    impl TableEntryImpl for [i16; 2] {
+        const IDENTITY: Self = [i16::MAX, 0];
+        /// Q15 holds magnitudes below 1: `mscale` must be 1 (compared as bits, so that an
+        /// FPU-less core links no float comparison).
+        #[inline(always)]
+        fn check_mscale(mscale: f32) -> Result<(), Error> {
+            if mscale.to_bits() == 1f32.to_bits() {
+                Ok(())
+            } else {
+                Err(Error::FixedPoint)
+            }
+        }
+        #[inline(always)]
+        fn at_phase(phase: u64, _: f32) -> Self {
+            math::cos_sin_turns_q15(phase)
+        }
+    }
+}
+
 /// One frequency: exact, or as float32 reference code holds it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Freq {
@@ -321,7 +373,14 @@ impl RationalMap {
     /// Fills entry `column` of every row (`width` entries each) of `out` with
     /// `mscale · [cos, sin]` of row `i`'s coordinate times `f`: one phase step per row.
     #[inline(always)]
-    fn fill_column(self, out: &mut [[f32; 2]], width: usize, column: usize, f: Turns, mscale: f32) {
+    fn fill_column<T: TableEntry>(
+        self,
+        out: &mut [T],
+        width: usize,
+        column: usize,
+        f: Turns,
+        mscale: f32,
+    ) {
         if width == 0 {
             return;
         }
@@ -335,7 +394,7 @@ impl RationalMap {
         let step = (self.a as u64).wrapping_mul(per_unit);
         for row in out.chunks_exact_mut(width) {
             if let Some(entry) = row.get_mut(column) {
-                *entry = scaled(math::cos_sin_turns(phase), mscale);
+                *entry = T::at_phase(phase, mscale);
             }
             phase = phase.wrapping_add(step);
         }
@@ -403,7 +462,14 @@ impl AxisMap {
 
     /// [`RationalMap::fill_column`] for any map and frequency: exact phase steps where
     /// possible, else each coordinate formed as an `f32` and reduced on its own.
-    fn fill_column(self, out: &mut [[f32; 2]], width: usize, column: usize, f: Freq, mscale: f32) {
+    fn fill_column<T: TableEntry>(
+        self,
+        out: &mut [T],
+        width: usize,
+        column: usize,
+        f: Freq,
+        mscale: f32,
+    ) {
         if width == 0 {
             return;
         }
@@ -413,7 +479,7 @@ impl AxisMap {
         for (i, row) in out.chunks_exact_mut(width).enumerate() {
             if let Some(entry) = row.get_mut(column) {
                 let phase = f.phase_of_coordinate(self.coordinate_f32(i));
-                *entry = scaled(math::cos_sin_turns(phase), mscale);
+                *entry = T::at_phase(phase, mscale);
             }
         }
     }
@@ -436,8 +502,8 @@ pub(crate) fn scaled([c, s]: [f32; 2], m: f32) -> [f32; 2] {
 /// is a constant that is all a program links; everything else goes to [`fill_general`].
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(crate) fn fill<const A: usize>(
-    tables: [&mut [[f32; 2]]; A],
+pub(crate) fn fill<const A: usize, T: TableEntry>(
+    tables: [&mut [T]; A],
     extents: [usize; A],
     widths: [usize; A],
     assign: Assign<'_, A>,
@@ -520,8 +586,8 @@ pub(crate) fn fill<const A: usize>(
 /// [`fill`] for every spec: any plan, frequencies, precision and coordinates.
 #[allow(clippy::too_many_arguments)]
 #[inline(never)]
-fn fill_general<const A: usize>(
-    tables: [&mut [[f32; 2]]; A],
+fn fill_general<const A: usize, T: TableEntry>(
+    tables: [&mut [T]; A],
     extents: [usize; A],
     widths: [usize; A],
     assign: Assign<'_, A>,

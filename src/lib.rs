@@ -175,11 +175,12 @@ pub use backend::{Backend, Description};
 pub use config::{AnglePrecision, Coords, Direction, Layout, Shape};
 pub use element::{Element, Scales};
 pub use error::Error;
+pub use freq::TableEntry;
 /// The `half` crate, whose `f16` and `bf16` are element types: name them through this
 /// re-export to match rope2d's version.
 pub use half;
 pub use positions::{Grid, Piece, Positions, Run};
-pub use rope::{Direct, DirectAngles, FixedTable, Rope, Source, Table, TableAngles};
+pub use rope::{Direct, DirectAngles, FixedTable, Q15Table, Rope, Source, Table, TableAngles};
 pub use spec::{
     FreqIndex, Freqs, Interleaved, LearnedFreqs, PerPair, Plan, Section, Sections, Spec, Summed,
 };

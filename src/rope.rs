@@ -7,12 +7,15 @@ use core::fmt;
 
 use crate::apply;
 use crate::backend::{
-    Backend, Computed, ComputedFreqs, IntegerCoords, Job, Pairing, RealCoords, Tables,
+    self, Backend, Computed, ComputedFreqs, IntegerCoords, Job, Pairing, RealCoords, Tables,
 };
 use crate::config::{Coords, Direction, Layout, Shape};
-use crate::element::{Element, sealed::Format};
+use crate::element::{
+    Element, Scales,
+    sealed::{FixedSlice, Format},
+};
 use crate::error::Error;
-use crate::freq::{self, PairFreqs};
+use crate::freq::{self, PairFreqs, TableEntry};
 use crate::positions::{Order, Positions};
 use crate::spec::{Assign, Freqs, Plan, Run, Sections, Spec};
 
@@ -38,16 +41,49 @@ pub struct Rope<const A: usize, S> {
 /// with [`Table::build`], or own the storage with [`FixedTable`].
 pub type Table<'a, const A: usize, P = Sections<A>> = Rope<A, TableAngles<'a, A, P>>;
 
+/// Rotation of `i16` and `i8` buffers by per-axis Q15 tables (`[cos, sin]` as `[i16; 2]`,
+/// 32 767 ≈ 1), built and applied with integer arithmetic only: on a core without an FPU
+/// (Cortex-M0/M0+, most RISC-V MCUs) no soft-float routine runs or is linked, when the spec
+/// is a constant preset with exact angles. Same API as [`Table`]: [`Q15Table::build`],
+/// [`Table::storage_len`] entries.
+///
+/// - Each entry is within 1 LSB (2⁻¹⁵) of the exact `cos`/`sin`, within 0.51 LSB unless
+///   its magnitude rounds past 32 767 (the saturated value of 1).
+/// - Each output is `round((a·c − b·s) / 2¹⁵)` (ties up), saturated to the buffer's type,
+///   with the table's `c`, `s`: within `0.5 + (|a|·εc + |b|·εs) / 2¹⁵` LSB of the exact
+///   rotation, where `ε ≤ 1` is an entry's error — within 1 LSB for `|a| + |b| ≤ 2¹⁴`, at
+///   most 2.5 LSB at full scale (`i8`: the rounding's 0.5 LSB). RoPE-Mixed's summed angles
+///   are rounded once more (`ε ≤ 2.5`). Asserted by `tests/q15.rs` for every plan.
+/// - Buffers are rotated in their own scale: [`Shape`]'s scales must be
+///   [`Scales::SAME`], the spec's `mscale` 1, and the buffer `i16` or `i8`
+///   ([`Error::FixedPoint`] otherwise). Every backend runs the same integer kernel.
+///
+/// ```
+/// use rope2d::{Direction, Grid, Q15Table, Shape, Table, preset};
+///
+/// let spec = preset::rope_vit(64);
+/// let mut storage = [[0i16; 2]; 448]; // (14 + 14) · 64/4 entries: 1 792 bytes
+/// assert_eq!(Table::storage_len(&spec, [14, 14])?, 448);
+/// let table = Q15Table::build(&mut storage, &spec, [14, 14])?;
+/// let mut q = vec![8_192i16; 14 * 14 * 6 * 64]; // 0.25 in Q15
+/// table.rotate(&mut q, Shape::heads(6), Grid::new([14, 14]), Direction::Forward)?;
+/// table.rotate(&mut q, Shape::heads(6), Grid::new([14, 14]), Direction::Inverse)?;
+/// assert!(q.iter().all(|&v| (v - 8_192).abs() <= 2));
+/// # Ok::<(), rope2d::Error>(())
+/// ```
+pub type Q15Table<'a, const A: usize, P = Sections<A>> = Rope<A, TableAngles<'a, A, P, [i16; 2]>>;
+
 /// Rotation without a table: each token's `[cos, sin]` entries computed from its coordinates
 /// (one exact phase reduction and sin/cos per pair per token), for integer positions of any
 /// size and for real-valued coordinates ([`Direct::rotate_coords`]). Coordinates are used as
 /// they are: the spec's [`Coords`] must all be [`Coords::Index`].
 pub type Direct<'f, const A: usize, P = Sections<A>> = Rope<A, DirectAngles<'f, A, P>>;
 
-/// Where a [`Table`]'s angles come from: the per-axis tables.
+/// Where a [`Table`]'s (or [`Q15Table`]'s) angles come from: the per-axis tables of
+/// entries `T`.
 #[derive(Clone, Copy, Debug)]
-pub struct TableAngles<'a, const A: usize, P> {
-    tables: [&'a [[f32; 2]]; A],
+pub struct TableAngles<'a, const A: usize, P, T = [f32; 2]> {
+    tables: [&'a [T]; A],
     widths: [usize; A],
     extents: [usize; A],
     /// A sections plan's runs, `run_count` of them (none for other plans).
@@ -56,12 +92,12 @@ pub struct TableAngles<'a, const A: usize, P> {
     plan: P,
 }
 
-impl<'a, const A: usize, P: Plan<A>> TableAngles<'a, A, P> {
+impl<'a, const A: usize, P: Plan<A>, T> TableAngles<'a, A, P, T> {
     /// The source over `tables`, with the plan's runs worked out once: in pair order, except
     /// that the last axis' runs go last (those vary along a grid line; runs cover disjoint
     /// pairs, so their order does not change a result).
     #[inline(always)]
-    fn new(tables: [&'a [[f32; 2]]; A], widths: [usize; A], extents: [usize; A], plan: P) -> Self {
+    fn new(tables: [&'a [T]; A], widths: [usize; A], extents: [usize; A], plan: P) -> Self {
         let (mut runs, run_count) = plan.assign().runs::<A>().unwrap_or(([Run::EMPTY; A], 0));
         // A stable partition (at most A runs): each last-axis run bubbles past the others.
         let runs_used = runs.get_mut(..run_count).unwrap_or(&mut []);
@@ -95,6 +131,7 @@ pub struct DirectAngles<'f, const A: usize, P> {
 pub trait Source<const A: usize>: sealed::SourceImpl<A> {}
 
 impl<const A: usize, P: Plan<A>> Source<A> for TableAngles<'_, A, P> {}
+impl<const A: usize, P: Plan<A>> Source<A> for TableAngles<'_, A, P, [i16; 2]> {}
 impl<const A: usize, P: Plan<A>> Source<A> for DirectAngles<'_, A, P> {}
 
 mod sealed {
@@ -106,9 +143,45 @@ mod sealed {
         fn limits(&self) -> [u64; A];
         /// The heads a buffer must have (RoPE-Mixed's learned frequencies), if fixed.
         fn heads(&self) -> Option<usize>;
+        /// The factor between a stored input and output of `E` at `scales`, if this source
+        /// rotates `E` at those scales.
+        #[inline(always)]
+        fn ratio<E: Element>(scales: Scales) -> Result<f32, Error> {
+            scales.ratio::<E>()
+        }
+        /// Rotates a checked buffer (`ratio` from [`ratio`](Self::ratio)).
+        fn rotate<E: Element, Po: Positions<A>>(
+            rope: &Rope<A, Self>,
+            x: &mut [E],
+            tokens: apply::Tokens,
+            ratio: f32,
+            positions: Po,
+            dir: Direction,
+        );
+    }
+
+    /// The sources of `[f32; 2]` angles, which rotate every element type in `f32`.
+    pub trait FloatSource<const A: usize>: SourceImpl<A> {
         /// Runs a validated job.
         fn run<Po: Positions<A>>(&self, backend: Backend, job: Job<'_, ()>, positions: Po);
     }
+}
+
+/// [`sealed::SourceImpl::rotate`] of the `[f32; 2]` sources: staged when not `f32`.
+macro_rules! rotate_in_f32 {
+    () => {
+        #[inline(always)]
+        fn rotate<E: Element, Po: Positions<A>>(
+            rope: &Rope<A, Self>,
+            x: &mut [E],
+            tokens: apply::Tokens,
+            ratio: f32,
+            positions: Po,
+            dir: Direction,
+        ) {
+            rope.run(x, tokens, ratio, positions, dir);
+        }
+    };
 }
 
 impl<const A: usize, P: Plan<A>> sealed::SourceImpl<A> for TableAngles<'_, A, P> {
@@ -120,6 +193,10 @@ impl<const A: usize, P: Plan<A>> sealed::SourceImpl<A> for TableAngles<'_, A, P>
         summed_heads(self.plan.assign())
     }
 
+    rotate_in_f32!();
+}
+
+impl<const A: usize, P: Plan<A>> sealed::FloatSource<A> for TableAngles<'_, A, P> {
     #[inline(never)]
     fn run<Po: Positions<A>>(&self, backend: Backend, job: Job<'_, ()>, positions: Po) {
         backend.run(job.with(Tables {
@@ -132,6 +209,62 @@ impl<const A: usize, P: Plan<A>> sealed::SourceImpl<A> for TableAngles<'_, A, P>
     }
 }
 
+impl<const A: usize, P: Plan<A>> sealed::SourceImpl<A> for TableAngles<'_, A, P, [i16; 2]> {
+    fn limits(&self) -> [u64; A] {
+        self.extents.map(|n| n as u64)
+    }
+
+    fn heads(&self) -> Option<usize> {
+        summed_heads(self.plan.assign())
+    }
+
+    /// `i16` and `i8` at their own scale; the comparison is of bits, so that an FPU-less core
+    /// links no float routine.
+    #[inline(always)]
+    fn ratio<E: Element>(scales: Scales) -> Result<f32, Error> {
+        let one = 1f32.to_bits();
+        let same = scales.input.to_bits() == one && scales.output.to_bits() == one;
+        if same && matches!(E::FORMAT, Format::I16 | Format::I8) {
+            Ok(1.0)
+        } else {
+            Err(Error::FixedPoint)
+        }
+    }
+
+    #[inline(never)]
+    fn rotate<E: Element, Po: Positions<A>>(
+        rope: &Rope<A, Self>,
+        x: &mut [E],
+        tokens: apply::Tokens,
+        _ratio: f32,
+        positions: Po,
+        dir: Direction,
+    ) {
+        // The prefix stays as it is: the scales are the same.
+        let (_, x) = x
+            .split_at_mut_checked(tokens.prefix_len)
+            .unwrap_or_default();
+        let source = &rope.source;
+        let angles = Tables {
+            tables: source.tables,
+            widths: source.widths,
+            runs: source.runs.get(..source.run_count).unwrap_or(&[]),
+            plan: source.plan,
+            positions,
+        };
+        match E::as_fixed(x) {
+            Some(FixedSlice::I16(x)) => {
+                backend::run_q15(rope.job(x, tokens.token_len, dir).with(angles));
+            }
+            Some(FixedSlice::I8(x)) => {
+                backend::run_q15(rope.job(x, tokens.token_len, dir).with(angles));
+            }
+            // Refused by `ratio`.
+            None => {}
+        }
+    }
+}
+
 impl<const A: usize, P: Plan<A>> sealed::SourceImpl<A> for DirectAngles<'_, A, P> {
     fn limits(&self) -> [u64; A] {
         [1 << 32; A]
@@ -141,6 +274,10 @@ impl<const A: usize, P: Plan<A>> sealed::SourceImpl<A> for DirectAngles<'_, A, P
         summed_heads(self.plan.assign())
     }
 
+    rotate_in_f32!();
+}
+
+impl<const A: usize, P: Plan<A>> sealed::FloatSource<A> for DirectAngles<'_, A, P> {
     #[inline(never)]
     fn run<Po: Positions<A>>(&self, backend: Backend, job: Job<'_, ()>, positions: Po) {
         backend.run(job.with(Computed {
@@ -213,7 +350,7 @@ impl<const A: usize, S: Source<A>> Rope<A, S> {
         let order: Order<'_, A> = positions.order();
         let tokens = self.check_tokens::<E>(len, shape, order.tokens()?)?;
         order.check(tokens.tokens, self.source.limits())?;
-        Ok((tokens, shape.scales.ratio::<E>()?))
+        Ok((tokens, S::ratio::<E>(shape.scales)?))
     }
 
     /// The checks that do not depend on the positions' kind.
@@ -246,9 +383,9 @@ impl<const A: usize, S: Source<A>> Rope<A, S> {
         Ok(tokens)
     }
 
-    /// The job of an `f32` buffer's rotated tokens.
+    /// The job of a buffer's rotated tokens.
     #[inline(always)]
-    fn job<'x>(&self, x: &'x mut [f32], token_len: usize, dir: Direction) -> Job<'x, ()> {
+    fn job<'x, V>(&self, x: &'x mut [V], token_len: usize, dir: Direction) -> Job<'x, (), V> {
         Job {
             x,
             token_len,
@@ -259,6 +396,83 @@ impl<const A: usize, S: Source<A>> Rope<A, S> {
         }
     }
 
+    /// Rotates a `[tokens][heads][head_dim]` buffer whose tokens after `shape.prefix` are at
+    /// `positions` ([`Grid`](crate::Grid), [`Run`](crate::Run), a `&[[u32; A]]` list or
+    /// `&[Piece<A>]`). The buffer holds any [`Element`] type: `f32` is rotated in place, the
+    /// others are converted to `f32` block by block and each output rounded back.
+    ///
+    /// Errors: [`Error::ZeroHeads`], [`Error::BufferLength`], [`Error::TokenCount`] (the
+    /// buffer must hold `prefix` plus as many tokens as the positions describe; a bare
+    /// [`Run`](crate::Run) takes all of them), [`Error::PositionOutOfRange`] (a coordinate
+    /// past a table's extent, or past `u32::MAX`), [`Error::HeadCount`] (RoPE-Mixed),
+    /// [`Error::InvalidScales`], [`Error::ShapeOverflow`] (also: a non-`f32` RoPE-Mixed token
+    /// of more than 4 096 values, 512 on bare metal — the staging buffer).
+    pub fn rotate<E: Element, Po: Positions<A>>(
+        &self,
+        x: &mut [E],
+        shape: Shape,
+        positions: Po,
+        dir: Direction,
+    ) -> Result<(), Error> {
+        let (tokens, ratio) = self.check::<E, Po>(x.len(), shape, &positions)?;
+        S::rotate(self, x, tokens, ratio, positions, dir);
+        Ok(())
+    }
+
+    /// [`rotate`](Self::rotate) with one explicit position per token (patch dropping, any
+    /// order).
+    pub fn rotate_at<E: Element>(
+        &self,
+        x: &mut [E],
+        shape: Shape,
+        positions: &[[u32; A]],
+        dir: Direction,
+    ) -> Result<(), Error> {
+        self.rotate(x, shape, positions, dir)
+    }
+
+    /// [`rotate`](Self::rotate) for queries and keys of the same shape and positions;
+    /// neither is touched unless both are valid. (With grouped-query attention, call
+    /// `rotate` once for each.)
+    pub fn rotate_qk<E: Element, Po: Positions<A>>(
+        &self,
+        q: &mut [E],
+        k: &mut [E],
+        shape: Shape,
+        positions: Po,
+        dir: Direction,
+    ) -> Result<(), Error> {
+        let (q_tokens, ratio) = self.check::<E, Po>(q.len(), shape, &positions)?;
+        let (k_tokens, _) = self.check::<E, Po>(k.len(), shape, &positions)?;
+        S::rotate(self, q, q_tokens, ratio, positions, dir);
+        S::rotate(self, k, k_tokens, ratio, positions, dir);
+        Ok(())
+    }
+
+    /// Rotates one head vector (`head_dim` values) of the token at `position`.
+    ///
+    /// Errors: [`Error::HeadLength`], [`Error::PositionOutOfRange`]; [`Error::HeadCount`] for
+    /// RoPE-Mixed with more than one head (its frequencies differ per head: rotate whole
+    /// tokens with [`rotate_at`](Self::rotate_at)).
+    pub fn rotate_head<E: Element>(
+        &self,
+        head: &mut [E],
+        position: [u32; A],
+        dir: Direction,
+    ) -> Result<(), Error> {
+        if head.len() != self.head_dim {
+            return Err(Error::HeadLength {
+                expected: self.head_dim,
+                actual: head.len(),
+            });
+        }
+        let positions: &[[u32; A]] = core::slice::from_ref(&position);
+        self.rotate(head, Shape::heads(1), positions, dir)
+    }
+}
+
+/// The rotations of the `[f32; 2]` sources, which take every element type in `f32`.
+impl<const A: usize, S: Source<A> + sealed::FloatSource<A>> Rope<A, S> {
     /// Rotates a checked buffer: an `f32` one directly, any other type staged.
     fn run<E: Element, Po: Positions<A>>(
         &self,
@@ -342,80 +556,6 @@ impl<const A: usize, S: Source<A>> Rope<A, S> {
             |buffer, token_len, first, n| part(self.job(buffer, token_len, dir), first, n),
         );
     }
-
-    /// Rotates a `[tokens][heads][head_dim]` buffer whose tokens after `shape.prefix` are at
-    /// `positions` ([`Grid`](crate::Grid), [`Run`](crate::Run), a `&[[u32; A]]` list or
-    /// `&[Piece<A>]`). The buffer holds any [`Element`] type: `f32` is rotated in place, the
-    /// others are converted to `f32` block by block and each output rounded back.
-    ///
-    /// Errors: [`Error::ZeroHeads`], [`Error::BufferLength`], [`Error::TokenCount`] (the
-    /// buffer must hold `prefix` plus as many tokens as the positions describe; a bare
-    /// [`Run`](crate::Run) takes all of them), [`Error::PositionOutOfRange`] (a coordinate
-    /// past a table's extent, or past `u32::MAX`), [`Error::HeadCount`] (RoPE-Mixed),
-    /// [`Error::InvalidScales`], [`Error::ShapeOverflow`] (also: a non-`f32` RoPE-Mixed token
-    /// of more than 4 096 values, 512 on bare metal — the staging buffer).
-    pub fn rotate<E: Element, Po: Positions<A>>(
-        &self,
-        x: &mut [E],
-        shape: Shape,
-        positions: Po,
-        dir: Direction,
-    ) -> Result<(), Error> {
-        let (tokens, ratio) = self.check::<E, Po>(x.len(), shape, &positions)?;
-        self.run(x, tokens, ratio, positions, dir);
-        Ok(())
-    }
-
-    /// [`rotate`](Self::rotate) with one explicit position per token (patch dropping, any
-    /// order).
-    pub fn rotate_at<E: Element>(
-        &self,
-        x: &mut [E],
-        shape: Shape,
-        positions: &[[u32; A]],
-        dir: Direction,
-    ) -> Result<(), Error> {
-        self.rotate(x, shape, positions, dir)
-    }
-
-    /// [`rotate`](Self::rotate) for queries and keys of the same shape and positions;
-    /// neither is touched unless both are valid. (With grouped-query attention, call
-    /// `rotate` once for each.)
-    pub fn rotate_qk<E: Element, Po: Positions<A>>(
-        &self,
-        q: &mut [E],
-        k: &mut [E],
-        shape: Shape,
-        positions: Po,
-        dir: Direction,
-    ) -> Result<(), Error> {
-        let (q_tokens, ratio) = self.check::<E, Po>(q.len(), shape, &positions)?;
-        let (k_tokens, _) = self.check::<E, Po>(k.len(), shape, &positions)?;
-        self.run(q, q_tokens, ratio, positions, dir);
-        self.run(k, k_tokens, ratio, positions, dir);
-        Ok(())
-    }
-
-    /// Rotates one head vector (`head_dim` values) of the token at `position`.
-    ///
-    /// Errors: [`Error::HeadLength`], [`Error::PositionOutOfRange`]; [`Error::HeadCount`] for
-    /// RoPE-Mixed with more than one head (its frequencies differ per head: rotate whole
-    /// tokens with [`rotate_at`](Self::rotate_at)).
-    pub fn rotate_head<E: Element>(
-        &self,
-        head: &mut [E],
-        position: [u32; A],
-        dir: Direction,
-    ) -> Result<(), Error> {
-        if head.len() != self.head_dim {
-            return Err(Error::HeadLength {
-                expected: self.head_dim,
-                actual: head.len(),
-            });
-        }
-        let positions: &[[u32; A]] = core::slice::from_ref(&position);
-        self.rotate(head, Shape::heads(1), positions, dir)
-    }
 }
 
 /// Checks `spec` and `extents` and returns the per-axis widths and the total entries.
@@ -440,11 +580,11 @@ fn table_shape<const A: usize, P: Plan<A>>(
 }
 
 /// Splits `storage` into the per-axis tables.
-fn split_tables<const A: usize>(
-    storage: &[[f32; 2]],
+fn split_tables<const A: usize, T>(
+    storage: &[T],
     extents: [usize; A],
     widths: [usize; A],
-) -> [&[[f32; 2]]; A] {
+) -> [&[T]; A] {
     let mut tables = [&[][..]; A];
     let mut rest = storage;
     for ((table, &n), &w) in tables.iter_mut().zip(&extents).zip(&widths) {
@@ -455,7 +595,8 @@ fn split_tables<const A: usize>(
     tables
 }
 
-impl<'a, const A: usize, P: Plan<A>> Table<'a, A, P> {
+/// [`Table`] and [`Q15Table`]: the same tables, in entries of `f32` or Q15.
+impl<'a, const A: usize, P: Plan<A>, T: TableEntry> Rope<A, TableAngles<'a, A, P, T>> {
     /// `[cos, sin]` entries the tables of `spec` over `extents` need:
     /// `Σ_a extents[a] · (pairs rotated by axis a)` (RoPE-Mixed: `heads · pairs` per row).
     ///
@@ -467,10 +608,12 @@ impl<'a, const A: usize, P: Plan<A>> Table<'a, A, P> {
 
     /// Builds the tables of `spec` for coordinates `0 .. extents[a]` on each axis into
     /// `storage` (exactly [`storage_len`](Self::storage_len) entries), without any `f64`
-    /// arithmetic: axis 0's table first, each row's entries in pair order.
+    /// arithmetic: axis 0's table first, each row's entries in pair order. Q15 entries
+    /// (`[i16; 2]`, [`Q15Table`]) are computed with integer arithmetic only.
     ///
     /// Errors: those of [`storage_len`](Self::storage_len), [`Error::StorageLength`]; beyond
-    /// 65 535 on an axis with rescaled or centred coordinates, [`Error::ShapeOverflow`].
+    /// 65 535 on an axis with rescaled or centred coordinates, [`Error::ShapeOverflow`]; for
+    /// Q15 entries, an `mscale` other than 1: [`Error::FixedPoint`].
     /// `storage` is untouched on error.
     ///
     /// Inlined: when `spec` is a constant (a preset), the checks and the paths of the
@@ -478,14 +621,15 @@ impl<'a, const A: usize, P: Plan<A>> Table<'a, A, P> {
     /// firmware links only what its convention needs.
     #[inline(always)]
     pub fn build(
-        storage: &'a mut [[f32; 2]],
+        storage: &'a mut [T],
         spec: &Spec<'_, A, P>,
         extents: [usize; A],
     ) -> Result<Self, Error> {
         let (widths, total) = table_shape(spec, extents)?;
         apply::check_storage(total, storage.len())?;
+        T::check_mscale(spec.mscale)?;
         {
-            let mut tables: [&mut [[f32; 2]]; A] = [(); A].map(|_| &mut [][..]);
+            let mut tables: [&mut [T]; A] = [(); A].map(|_| &mut [][..]);
             let mut rest = &mut *storage;
             for ((table, &n), &w) in tables.iter_mut().zip(&extents).zip(&widths) {
                 let (here, next) = rest
@@ -505,13 +649,13 @@ impl<'a, const A: usize, P: Plan<A>> Table<'a, A, P> {
                 spec.precision,
             )?;
         }
-        let storage: &'a [[f32; 2]] = storage;
+        let storage: &'a [T] = storage;
         Ok(Self::from_parts(storage, spec, extents, widths))
     }
 
     #[inline(always)]
     fn from_parts(
-        storage: &'a [[f32; 2]],
+        storage: &'a [T],
         spec: &Spec<'_, A, P>,
         extents: [usize; A],
         widths: [usize; A],
@@ -541,7 +685,7 @@ impl<'a, const A: usize, P: Plan<A>> Table<'a, A, P> {
     /// pair order, times `mscale` (`None` outside the table). A [`Summed`](crate::Summed)
     /// plan's rotation is the product of a row entry and a column entry, so there only axis
     /// 0's entries carry `mscale`; axis 1's have magnitude 1.
-    pub fn entries(&self, axis: usize, index: usize) -> Option<&'a [[f32; 2]]> {
+    pub fn entries(&self, axis: usize, index: usize) -> Option<&'a [T]> {
         let (table, &width) = (self.source.tables.get(axis)?, self.source.widths.get(axis)?);
         table.get(index.checked_mul(width)?..)?.get(..width)
     }

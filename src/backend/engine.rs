@@ -21,18 +21,19 @@ use core::mem::MaybeUninit;
 
 use super::{Kernel, Pairing, RowBuffer, Tokens};
 use crate::config::{AnglePrecision, Direction};
-use crate::freq::{Freq, PairFreqs, scaled};
+use crate::freq::{Freq, PairFreqs, TableEntry, scaled};
 use crate::math;
 use crate::positions::{Order, Piece, Positions};
 use crate::spec::{Assign, Plan, Run};
 
-/// A source of per-token angles, with the loop over a buffer's tokens that applies them.
-pub(crate) trait AngleSource: Copy {
+/// A source of per-token angles as entries of type `T`, with the loop over a buffer's tokens
+/// that applies them.
+pub(crate) trait AngleSource<T = [f32; 2]>: Copy {
     /// Rotates every token of `x` (whole tokens of `token_len` values, heads of `head_dim`,
     /// both non-zero), token `t` by this source's `t`-th angles.
-    fn rotate_tokens<K: Kernel>(
+    fn rotate_tokens<K: Kernel<Entry = T>>(
         self,
-        x: &mut [f32],
+        x: &mut [K::Value],
         token_len: usize,
         head_dim: usize,
         pairing: Pairing,
@@ -47,11 +48,11 @@ pub(crate) trait AngleSource: Copy {
 #[cfg_attr(target_os = "none", inline(never))]
 #[cfg_attr(not(target_os = "none"), inline(always))]
 pub(super) fn rotate_pairs<K: Kernel>(
-    x: &mut [f32],
+    x: &mut [K::Value],
     head_dim: usize,
     pairing: Pairing,
     first_pair: usize,
-    angles: &[[f32; 2]],
+    angles: &[K::Entry],
     dir: Direction,
 ) {
     K::rotate_pairs(x, head_dim, pairing, first_pair, angles, dir);
@@ -81,7 +82,7 @@ impl<'r, K: Kernel> Sink<'r, K> {
 
     /// Pairs `first_pair ..` of `x`'s heads take `entries`: staged in the row, or rotated now.
     #[inline(always)]
-    fn put(&mut self, x: &mut [f32], first_pair: usize, entries: &[[f32; 2]]) {
+    fn put(&mut self, x: &mut [K::Value], first_pair: usize, entries: &[K::Entry]) {
         if self.rows {
             K::prepare(self.row, self.pairing, self.dir, first_pair, entries);
         } else {
@@ -98,7 +99,7 @@ impl<'r, K: Kernel> Sink<'r, K> {
 
     /// Every pair of `x`'s heads staged: rotates them (row kernels; the others are done).
     #[inline(always)]
-    fn finish(&self, x: &mut [f32]) {
+    fn finish(&self, x: &mut [K::Value]) {
         if self.rows {
             K::rotate_row(x, self.head_dim, self.pairing, self.row);
         }
@@ -112,8 +113,8 @@ const CHUNK: usize = 64;
 /// `0 .. extents[a]`; `runs` are a sections plan's runs (computed when the table was built,
 /// the last axis' run last).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Tables<'t, const A: usize, P, Po> {
-    pub tables: [&'t [[f32; 2]]; A],
+pub(crate) struct Tables<'t, const A: usize, P, Po, T = [f32; 2]> {
+    pub tables: [&'t [T]; A],
     pub widths: [usize; A],
     pub runs: &'t [Run],
     pub plan: P,
@@ -122,13 +123,7 @@ pub(crate) struct Tables<'t, const A: usize, P, Po> {
 
 /// `count` entries of row `index` of a table of `width`-entry rows, from `column`.
 #[inline(always)]
-fn row_entries(
-    table: &[[f32; 2]],
-    width: usize,
-    index: u32,
-    column: usize,
-    count: usize,
-) -> &[[f32; 2]] {
+fn row_entries<T>(table: &[T], width: usize, index: u32, column: usize, count: usize) -> &[T] {
     (index as usize)
         .checked_mul(width)
         .and_then(|start| table.get(start + column..))
@@ -136,11 +131,13 @@ fn row_entries(
         .unwrap_or(&[])
 }
 
-impl<const A: usize, P: Plan<A>, Po: Positions<A>> AngleSource for Tables<'_, A, P, Po> {
+impl<const A: usize, P: Plan<A>, Po: Positions<A>, T: TableEntry> AngleSource<T>
+    for Tables<'_, A, P, Po, T>
+{
     #[inline(always)]
-    fn rotate_tokens<K: Kernel>(
+    fn rotate_tokens<K: Kernel<Entry = T>>(
         self,
-        x: &mut [f32],
+        x: &mut [K::Value],
         token_len: usize,
         head_dim: usize,
         pairing: Pairing,
@@ -196,7 +193,7 @@ impl<const A: usize, P: Plan<A>, Po: Positions<A>> AngleSource for Tables<'_, A,
             }
             Assign::Interleaved(_) | Assign::PerPair(_) => {
                 // Gather each token's entries pair by pair, in chunks.
-                let mut chunk = [[0f32; 2]; CHUNK];
+                let mut chunk = [T::IDENTITY; CHUNK];
                 for (token, position) in Tokens::new(x, token_len).zip(order.iter()) {
                     let mut first_pair = 0;
                     let mut filled = 0;
@@ -210,9 +207,9 @@ impl<const A: usize, P: Plan<A>, Po: Positions<A>> AngleSource for Tables<'_, A,
                                 row_entries(table, width, index, column, 1)
                                     .first()
                                     .copied()
-                                    .unwrap_or([1.0, 0.0])
+                                    .unwrap_or(T::IDENTITY)
                             }
-                            _ => [1.0, 0.0],
+                            _ => T::IDENTITY,
                         };
                         if let Some(slot) = chunk.get_mut(filled) {
                             *slot = entry;
@@ -254,16 +251,16 @@ impl<const A: usize, P: Plan<A>, Po: Positions<A>> AngleSource for Tables<'_, A,
 /// The tables of a [`Sections`](crate::Sections) plan with its runs (one per non-empty
 /// section).
 #[derive(Clone, Copy)]
-struct SectionTables<'t, 'r, const A: usize> {
-    tables: [&'t [[f32; 2]]; A],
+struct SectionTables<'t, 'r, const A: usize, T> {
+    tables: [&'t [T]; A],
     widths: [usize; A],
     runs: &'r [Run],
 }
 
-impl<'t, const A: usize> SectionTables<'t, '_, A> {
+impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
     /// The entries of `run` at `position`.
     #[inline(always)]
-    fn run_entries(&self, run: &Run, position: &[u32; A]) -> &'t [[f32; 2]] {
+    fn run_entries(&self, run: &Run, position: &[u32; A]) -> &'t [T] {
         match (
             self.tables.get(run.axis),
             self.widths.get(run.axis),
@@ -278,9 +275,9 @@ impl<'t, const A: usize> SectionTables<'t, '_, A> {
 
     /// Tokens at arbitrary positions: section by section.
     #[inline(always)]
-    fn each_token<K: Kernel>(
+    fn each_token<K: Kernel<Entry = T>>(
         &self,
-        x: &mut [f32],
+        x: &mut [K::Value],
         order: Order<'_, A>,
         token_len: usize,
         sink: &mut Sink<'_, K>,
@@ -301,9 +298,9 @@ impl<'t, const A: usize> SectionTables<'t, '_, A> {
 
     /// Every position of a grid of `extents` from `origin`, row-major, by lines.
     #[inline(always)]
-    fn grid<K: Kernel>(
+    fn grid<K: Kernel<Entry = T>>(
         &self,
-        x: &mut [f32],
+        x: &mut [K::Value],
         origin: [u32; A],
         extents: [usize; A],
         token_len: usize,
@@ -537,9 +534,9 @@ impl<const A: usize> CoordSource<A> for RealCoords<'_, A> {
 
 impl<const A: usize, P: Plan<A>, C: CoordSource<A>> AngleSource for Computed<'_, A, P, C> {
     #[inline(always)]
-    fn rotate_tokens<K: Kernel>(
+    fn rotate_tokens<K: Kernel<Entry = [f32; 2]>>(
         self,
-        x: &mut [f32],
+        x: &mut [K::Value],
         token_len: usize,
         head_dim: usize,
         pairing: Pairing,

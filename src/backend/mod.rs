@@ -21,6 +21,13 @@ mod x86;
 
 pub(crate) use engine::{AngleSource, Computed, ComputedFreqs, IntegerCoords, RealCoords, Tables};
 
+/// Runs a Q15 table's job on `i16` or `i8` values: the scalar integer kernel, whatever the
+/// backend (the arch backends rotate in `f32`).
+#[inline(always)]
+pub(crate) fn run_q15<V: scalar::Fixed, A: AngleSource<[i16; 2]>>(job: Job<'_, A, V>) {
+    scalar::run_q15(job);
+}
+
 use core::mem::MaybeUninit;
 
 use crate::config::{Direction, Layout};
@@ -36,6 +43,10 @@ pub(crate) struct Pairing {
 
 /// Rotation of whole head vectors by per-pair angles given as `[cos, sin]`.
 pub(crate) trait Kernel {
+    /// The stored values it rotates (`f32` for every float kernel).
+    type Value: Copy;
+    /// A table entry, `[cos, sin]` in the kernel's number format.
+    type Entry: Copy;
     /// Whether the kernel takes a token's angles as one [`Kernel::Row`]
     /// ([`prepare`](Kernel::prepare), then [`rotate_row`](Kernel::rotate_row)) when the
     /// rotary dimension is within [`Kernel::ROW_PAIRS`]; otherwise the loops call
@@ -54,13 +65,13 @@ pub(crate) trait Kernel {
         _pairing: Pairing,
         _dir: Direction,
         _first_pair: usize,
-        _entries: &[[f32; 2]],
+        _entries: &[Self::Entry],
     ) {
     }
 
     /// Rotates pairs `0 .. pairing.pairs` of every head in `x` (whole heads) by `row`.
     #[inline(always)]
-    fn rotate_row(_x: &mut [f32], _head_dim: usize, _pairing: Pairing, _row: &Self::Row) {}
+    fn rotate_row(_x: &mut [Self::Value], _head_dim: usize, _pairing: Pairing, _row: &Self::Row) {}
 
     /// Whether [`rotate_line_split`](Kernel::rotate_line_split) can take pairs
     /// `first .. first + len` from another row (its boundaries fall on whole vectors).
@@ -77,7 +88,7 @@ pub(crate) trait Kernel {
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn rotate_line_split(
-        _line: &mut [f32],
+        _line: &mut [Self::Value],
         _token_len: usize,
         _head_dim: usize,
         _pairing: Pairing,
@@ -97,7 +108,7 @@ pub(crate) trait Kernel {
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn rotate_grid_split(
-        _x: &mut [f32],
+        _x: &mut [Self::Value],
         _lines: usize,
         _line_len: usize,
         _token_len: usize,
@@ -113,22 +124,22 @@ pub(crate) trait Kernel {
     /// number of `head_dim`-value heads) by `angles`, reversed for [`Direction::Inverse`].
     /// Pairs at or past `pairing.pairs` are left alone.
     fn rotate_pairs(
-        x: &mut [f32],
+        x: &mut [Self::Value],
         head_dim: usize,
         pairing: Pairing,
         first_pair: usize,
-        angles: &[[f32; 2]],
+        angles: &[Self::Entry],
         dir: Direction,
     );
 
     /// Rotates every pair `k < P` (`P = pairing.pairs`) of every head `h` in `x` by the sum
     /// of the angles `a[h·P + k]` and `b[h·P + k]` (RoPE-Mixed: `cos(α+β) = cαcβ − sαsβ`, …).
     fn rotate_pairs_summed(
-        x: &mut [f32],
+        x: &mut [Self::Value],
         head_dim: usize,
         pairing: Pairing,
-        a: &[[f32; 2]],
-        b: &[[f32; 2]],
+        a: &[Self::Entry],
+        b: &[Self::Entry],
         dir: Direction,
     );
 }
@@ -152,23 +163,23 @@ impl RowBuffer for NoRow {
 /// The whole tokens (or heads) of a buffer, one by one. Unlike `chunks_exact_mut` zipped with
 /// a position iterator, it has no division (and no panic path for a zero length: it yields
 /// nothing).
-pub(crate) struct Tokens<'x> {
-    rest: &'x mut [f32],
+pub(crate) struct Tokens<'x, T = f32> {
+    rest: &'x mut [T],
     len: usize,
 }
 
-impl<'x> Tokens<'x> {
+impl<'x, T> Tokens<'x, T> {
     #[inline(always)]
-    pub(crate) fn new(x: &'x mut [f32], len: usize) -> Self {
+    pub(crate) fn new(x: &'x mut [T], len: usize) -> Self {
         Self { rest: x, len }
     }
 }
 
-impl<'x> Iterator for Tokens<'x> {
-    type Item = &'x mut [f32];
+impl<'x, T> Iterator for Tokens<'x, T> {
+    type Item = &'x mut [T];
 
     #[inline(always)]
-    fn next(&mut self) -> Option<&'x mut [f32]> {
+    fn next(&mut self) -> Option<&'x mut [T]> {
         if self.len == 0 {
             return None;
         }
@@ -180,8 +191,8 @@ impl<'x> Iterator for Tokens<'x> {
 }
 
 /// Validated work: `x` holds whole tokens of `token_len` values, one angle source entry each.
-pub struct Job<'x, A> {
-    pub(crate) x: &'x mut [f32],
+pub struct Job<'x, A, V = f32> {
+    pub(crate) x: &'x mut [V],
     pub(crate) token_len: usize,
     pub(crate) head_dim: usize,
     pub(crate) pairing: Pairing,
@@ -189,10 +200,10 @@ pub struct Job<'x, A> {
     pub(crate) angles: A,
 }
 
-impl<'x> Job<'x, ()> {
+impl<'x, V> Job<'x, (), V> {
     /// The job with its angle source.
     #[inline(always)]
-    pub(crate) fn with<A>(self, angles: A) -> Job<'x, A> {
+    pub(crate) fn with<A>(self, angles: A) -> Job<'x, A, V> {
         Job {
             x: self.x,
             token_len: self.token_len,
@@ -213,7 +224,7 @@ const SPECIALISE: bool = !cfg!(target_os = "none") && !cfg!(debug_assertions);
 
 /// The loop over a job's tokens, for kernel `K`.
 #[inline(always)]
-pub(crate) fn drive<K: Kernel, A: AngleSource>(job: Job<'_, A>) {
+pub(crate) fn drive<K: Kernel, A: AngleSource<K::Entry>>(job: Job<'_, A, K::Value>) {
     use {Direction::*, Layout::*};
     let Job {
         x,

@@ -154,6 +154,8 @@ pub(crate) fn rotate_section(
 }
 
 impl Kernel for Portable {
+    type Value = f32;
+    type Entry = [f32; 2];
     type Row = NoRow;
 
     #[inline(always)]

@@ -1,14 +1,17 @@
-//! The scalar reference backend: the definition every other backend is checked against.
+//! The scalar reference backend: the definition every other backend is checked against, in
+//! each number format ([`Number`]) — `f32`, and Q15 fixed point for [`Q15Table`]s.
 //!
-//! Each output is `a·c − b·s` / `a·s + b·c` with two roundings per product and one per sum
-//! (no fused multiply-add), so results are the same on every target.
+//! `f32`: each output is `a·c − b·s` / `a·s + b·c` with two roundings per product and one per
+//! sum (no fused multiply-add), so results are the same on every target.
+//!
+//! [`Q15Table`]: crate::Q15Table
 
 #![forbid(unsafe_code)]
 
+use core::marker::PhantomData;
+
 use super::{AngleSource, Job, Kernel, NoRow, Pairing, drive};
 use crate::config::{Direction, Layout};
-
-pub(crate) struct Scalar;
 
 pub(crate) fn is_available() -> bool {
     true
@@ -37,66 +40,69 @@ pub(crate) fn run<A: AngleSource>(job: Job<'_, A>) {
     drive::<Scalar, A>(job);
 }
 
-#[inline(always)]
-fn rotate(a: &mut f32, b: &mut f32, [c, s]: [f32; 2], dir: Direction) {
-    let s = match dir {
-        Direction::Forward => s,
-        Direction::Inverse => -s,
-    };
-    let (x, y) = (*a, *b);
-    *a = x * c - y * s;
-    *b = x * s + y * c;
+/// A Q15 table's job on `i16` or `i8` values: integer arithmetic only, whatever the backend.
+pub(crate) fn run_q15<V: Fixed, A: AngleSource<[i16; 2]>>(job: Job<'_, A, V>) {
+    drive::<Scalar<Q15<V>>, A>(job);
 }
 
-#[inline(always)]
-fn sum([ca, sa]: [f32; 2], [cb, sb]: [f32; 2]) -> [f32; 2] {
-    [ca * cb - sa * sb, sa * cb + ca * sb]
-}
+/// The scalar kernel in number format `N`.
+pub(crate) struct Scalar<N = F32>(PhantomData<N>);
 
-/// The reference loop in plain Rust (on M-profile FPUs, `cortex_m.rs` runs the same
-/// arithmetic as a hand-scheduled loop).
-#[cfg_attr(
-    all(
-        target_arch = "arm",
-        target_abi = "eabihf",
-        not(target_has_atomic = "64")
-    ),
-    allow(dead_code)
-)]
-#[inline(always)]
-fn rotate_pairs_rust(
-    x: &mut [f32],
-    head_dim: usize,
-    pairing: Pairing,
-    first_pair: usize,
-    angles: &[[f32; 2]],
-    dir: Direction,
-) {
-    let rotary = pairing.pairs.min(head_dim / 2);
-    for head in x.chunks_exact_mut(head_dim) {
-        match pairing.layout {
-            Layout::Interleaved => {
-                let rotary = head.get_mut(..2 * rotary).unwrap_or(&mut []);
-                let pairs = rotary.as_chunks_mut::<2>().0.iter_mut().skip(first_pair);
-                for ([a, b], &cs) in pairs.zip(angles) {
-                    rotate(a, b, cs, dir);
-                }
-            }
-            Layout::Half => {
-                let rotary = head.get_mut(..2 * rotary).unwrap_or(&mut []);
-                let (lo, hi) = rotary.split_at_mut(rotary.len() / 2);
-                let pairs = lo.iter_mut().zip(hi.iter_mut()).skip(first_pair);
-                for ((a, b), &cs) in pairs.zip(angles) {
-                    rotate(a, b, cs, dir);
-                }
-            }
-        }
+/// A number format: the stored values, the table entries, and the rotation of one pair.
+pub(crate) trait Number {
+    type Value: Copy;
+    type Entry: Copy;
+
+    /// Rotates `(a, b)` by `[c, s]` (`s` negated for the inverse).
+    fn rotate(a: &mut Self::Value, b: &mut Self::Value, cs: Self::Entry, dir: Direction);
+
+    /// The entry of the sum of two angles (RoPE-Mixed).
+    fn sum(a: Self::Entry, b: Self::Entry) -> Self::Entry;
+
+    /// [`Kernel::rotate_pairs`]: the plain-Rust loop, unless the format has a hand-written one
+    /// for this core.
+    #[inline(always)]
+    fn rotate_pairs(
+        x: &mut [Self::Value],
+        head_dim: usize,
+        pairing: Pairing,
+        first_pair: usize,
+        angles: &[Self::Entry],
+        dir: Direction,
+    ) {
+        rotate_pairs_rust::<Self>(x, head_dim, pairing, first_pair, angles, dir);
     }
 }
 
-impl Kernel for Scalar {
-    type Row = NoRow;
+/// `f32` values and entries.
+pub(crate) struct F32;
 
+impl Number for F32 {
+    type Value = f32;
+    type Entry = [f32; 2];
+
+    #[inline(always)]
+    fn rotate(a: &mut f32, b: &mut f32, [c, s]: [f32; 2], dir: Direction) {
+        let s = match dir {
+            Direction::Forward => s,
+            Direction::Inverse => -s,
+        };
+        let (x, y) = (*a, *b);
+        *a = x * c - y * s;
+        *b = x * s + y * c;
+    }
+
+    #[inline(always)]
+    fn sum([ca, sa]: [f32; 2], [cb, sb]: [f32; 2]) -> [f32; 2] {
+        [ca * cb - sa * sb, sa * cb + ca * sb]
+    }
+
+    /// On M-profile FPUs, `cortex_m.rs` runs the same arithmetic as a hand-scheduled loop.
+    #[cfg(all(
+        target_arch = "arm",
+        target_abi = "eabihf",
+        not(target_has_atomic = "64")
+    ))]
     #[inline(always)]
     fn rotate_pairs(
         x: &mut [f32],
@@ -106,27 +112,131 @@ impl Kernel for Scalar {
         angles: &[[f32; 2]],
         dir: Direction,
     ) {
-        #[cfg(all(
-            target_arch = "arm",
-            target_abi = "eabihf",
-            not(target_has_atomic = "64")
-        ))]
         super::cortex_m::rotate_pairs(x, head_dim, pairing, first_pair, angles, dir);
-        #[cfg(not(all(
-            target_arch = "arm",
-            target_abi = "eabihf",
-            not(target_has_atomic = "64")
-        )))]
-        rotate_pairs_rust(x, head_dim, pairing, first_pair, angles, dir);
+    }
+}
+
+/// The integer types a Q15 table rotates.
+pub(crate) trait Fixed: Copy {
+    /// The value, widened.
+    fn widen(self) -> i32;
+    /// `v` saturated to the type's range.
+    fn saturate(v: i32) -> Self;
+}
+
+impl Fixed for i16 {
+    #[inline(always)]
+    fn widen(self) -> i32 {
+        i32::from(self)
+    }
+    #[inline(always)]
+    fn saturate(v: i32) -> Self {
+        v.clamp(i16::MIN.into(), i16::MAX.into()) as i16
+    }
+}
+
+impl Fixed for i8 {
+    #[inline(always)]
+    fn widen(self) -> i32 {
+        i32::from(self)
+    }
+    #[inline(always)]
+    fn saturate(v: i32) -> Self {
+        v.clamp(i8::MIN.into(), i8::MAX.into()) as i8
+    }
+}
+
+/// `v / 2^15` rounded to nearest (ties up), as the DSP idiom does it: add half, shift.
+#[inline(always)]
+fn round_q15(v: i32) -> i32 {
+    (v + (1 << 14)) >> 15
+}
+
+/// Integer values `V` (`i16`, `i8`) with Q15 `[cos, sin]` entries: each output is
+/// `round((a·c − b·s) / 2^15)`, ties up, saturated to `V`. The products and their sum fit an
+/// `i32` (entries are at most 32 767 in magnitude: `2 · 2^15 · 32 767 + 2^14 < 2^31`).
+pub(crate) struct Q15<V>(PhantomData<V>);
+
+impl<V: Fixed> Number for Q15<V> {
+    type Value = V;
+    type Entry = [i16; 2];
+
+    #[inline(always)]
+    fn rotate(a: &mut V, b: &mut V, [c, s]: [i16; 2], dir: Direction) {
+        let (c, s) = (i32::from(c), i32::from(s));
+        let s = match dir {
+            Direction::Forward => s,
+            Direction::Inverse => -s,
+        };
+        let (x, y) = (a.widen(), b.widen());
+        *a = V::saturate(round_q15(x * c - y * s));
+        *b = V::saturate(round_q15(x * s + y * c));
+    }
+
+    #[inline(always)]
+    fn sum([ca, sa]: [i16; 2], [cb, sb]: [i16; 2]) -> [i16; 2] {
+        let (ca, sa, cb, sb): (i32, i32, i32, i32) = (ca.into(), sa.into(), cb.into(), sb.into());
+        let q15 = |v: i32| round_q15(v).clamp(-32_767, 32_767) as i16;
+        [q15(ca * cb - sa * sb), q15(sa * cb + ca * sb)]
+    }
+}
+
+/// The reference loop in plain Rust.
+#[inline(always)]
+fn rotate_pairs_rust<N: Number + ?Sized>(
+    x: &mut [N::Value],
+    head_dim: usize,
+    pairing: Pairing,
+    first_pair: usize,
+    angles: &[N::Entry],
+    dir: Direction,
+) {
+    let rotary = pairing.pairs.min(head_dim / 2);
+    for head in x.chunks_exact_mut(head_dim) {
+        match pairing.layout {
+            Layout::Interleaved => {
+                let rotary = head.get_mut(..2 * rotary).unwrap_or(&mut []);
+                let pairs = rotary.as_chunks_mut::<2>().0.iter_mut().skip(first_pair);
+                for ([a, b], &cs) in pairs.zip(angles) {
+                    N::rotate(a, b, cs, dir);
+                }
+            }
+            Layout::Half => {
+                let rotary = head.get_mut(..2 * rotary).unwrap_or(&mut []);
+                let (lo, hi) = rotary.split_at_mut(rotary.len() / 2);
+                let pairs = lo.iter_mut().zip(hi.iter_mut()).skip(first_pair);
+                for ((a, b), &cs) in pairs.zip(angles) {
+                    N::rotate(a, b, cs, dir);
+                }
+            }
+        }
+    }
+}
+
+impl<N: Number> Kernel for Scalar<N> {
+    type Value = N::Value;
+    type Entry = N::Entry;
+    type Row = NoRow;
+
+    #[inline(always)]
+    fn rotate_pairs(
+        x: &mut [N::Value],
+        head_dim: usize,
+        pairing: Pairing,
+        first_pair: usize,
+        angles: &[N::Entry],
+        dir: Direction,
+    ) {
+        N::rotate_pairs(x, head_dim, pairing, first_pair, angles, dir);
     }
 
     #[inline(always)]
     fn rotate_pairs_summed(
-        x: &mut [f32],
+        x: &mut [N::Value],
         head_dim: usize,
         pairing: Pairing,
-        a: &[[f32; 2]],
-        b: &[[f32; 2]],
+        a: &[N::Entry],
+        b: &[N::Entry],
         dir: Direction,
     ) {
         let half = pairing.pairs.min(head_dim / 2);
@@ -140,13 +250,13 @@ impl Kernel for Scalar {
                 Layout::Interleaved => {
                     let pairs = head.as_chunks_mut::<2>().0.iter_mut();
                     for (([x, y], &ca), &cb) in pairs.zip(a).zip(b) {
-                        rotate(x, y, sum(ca, cb), dir);
+                        N::rotate(x, y, N::sum(ca, cb), dir);
                     }
                 }
                 Layout::Half => {
                     let (lo, hi) = head.split_at_mut(half);
                     for (((x, y), &ca), &cb) in lo.iter_mut().zip(hi.iter_mut()).zip(a).zip(b) {
-                        rotate(x, y, sum(ca, cb), dir);
+                        N::rotate(x, y, N::sum(ca, cb), dir);
                     }
                 }
             }

@@ -761,6 +761,8 @@ unsafe fn summed_head<V: Vector>(
 }
 
 impl<V: Vector> Kernel for Simd<V> {
+    type Value = f32;
+    type Entry = [f32; 2];
     const ROWS: bool = true;
     const ROW_PAIRS: usize = ROW_PAIRS;
     type Row = Row;
