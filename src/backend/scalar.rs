@@ -10,7 +10,7 @@
 
 use core::marker::PhantomData;
 
-use super::{AngleSource, Job, Kernel, NoRow, Pairing, drive};
+use super::{AngleSource, Job, Kernel, NoRow, Pairing, Tokens, drive};
 use crate::config::{Direction, Layout};
 
 pub(crate) fn is_available() -> bool {
@@ -131,7 +131,14 @@ impl Fixed for i16 {
     }
     #[inline(always)]
     fn saturate(v: i32) -> Self {
-        v.clamp(i16::MIN.into(), i16::MAX.into()) as i16
+        // In range (the common case): one sign extension and one comparison, no constants
+        // to load (a clamp costs two literal loads and two branches on Thumb-1).
+        let t = v as i16;
+        if i32::from(t) == v {
+            t
+        } else {
+            ((v >> 31) ^ 0x7FFF) as i16
+        }
     }
 }
 
@@ -142,7 +149,12 @@ impl Fixed for i8 {
     }
     #[inline(always)]
     fn saturate(v: i32) -> Self {
-        v.clamp(i8::MIN.into(), i8::MAX.into()) as i8
+        let t = v as i8;
+        if i32::from(t) == v {
+            t
+        } else {
+            ((v >> 31) ^ 0x7F) as i8
+        }
     }
 }
 
@@ -192,7 +204,8 @@ fn rotate_pairs_rust<N: Number + ?Sized>(
     dir: Direction,
 ) {
     let rotary = pairing.pairs.min(head_dim / 2);
-    for head in x.chunks_exact_mut(head_dim) {
+    // `Tokens`, not `chunks_exact_mut`: no division (a library call on cores without one).
+    for head in Tokens::new(x, head_dim) {
         match pairing.layout {
             Layout::Interleaved => {
                 let rotary = head.get_mut(..2 * rotary).unwrap_or(&mut []);
