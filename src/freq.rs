@@ -289,7 +289,7 @@ impl<const A: usize> Iterator for FreqIter<'_, A> {
                 } else {
                     Freq::Exact(math::mul_q63(scale, run.power))
                 };
-                run.power = ((u128::from(run.power) * u128::from(run.ratio)) >> 63) as u64;
+                run.power = (math::mul_u64_wide(run.power, run.ratio) >> 63) as u64;
                 self.e += run.stride;
                 f
             }
@@ -534,7 +534,7 @@ pub(crate) fn fill<const A: usize, T: TableEntry>(
             FreqIndex::PerSection => section.pairs,
             _ => total,
         };
-        if n > 0 && math::div_u128(log2_base, n as u64).is_none() {
+        if n > 0 && !math::divisible(log2_base, n as u64) {
             return Err(Error::ShapeOverflow);
         }
     }
@@ -577,7 +577,7 @@ pub(crate) fn fill<const A: usize, T: TableEntry>(
             let f = math::mul_q63(scale, power);
             map.fill_column(table, width, *column, f, mscale);
             *column += 1;
-            power = ((u128::from(power) * u128::from(ratio)) >> 63) as u64;
+            power = (math::mul_u64_wide(power, ratio) >> 63) as u64;
         }
     }
     Ok(())

@@ -47,7 +47,7 @@ pub type Table<'a, const A: usize, P = Sections<A>> = Rope<A, TableAngles<'a, A,
 /// is a constant preset with exact angles. Same API as [`Table`]: [`Q15Table::build`],
 /// [`Table::storage_len`] entries.
 ///
-/// - Each entry is within 1 LSB (2⁻¹⁵) of the exact `cos`/`sin`, within 0.51 LSB unless
+/// - Each entry is within 1 LSB (2⁻¹⁵) of the exact `cos`/`sin`, within 0.68 LSB unless
 ///   its magnitude rounds past 32 767 (the saturated value of 1).
 /// - Each output is `round((a·c − b·s) / 2¹⁵)` (ties up), saturated to the buffer's type,
 ///   with the table's `c`, `s`: within `0.5 + (|a|·εc + |b|·εs) / 2¹⁵` LSB of the exact
