@@ -21,6 +21,9 @@
 //!   within 1 LSB. The exact values are worked out at compile time from the file (each
 //!   pair's angle recovered from its golden input and `expected_f64` output, in `const`
 //!   `f64`) and stored as integers in 1/256 LSB, so the comparison is integer too;
+//! - the hand-written Cortex-M0 loop against the definition evaluated in plain Rust with the
+//!   table's own entries, bit for bit: forward, inverse, and a buffer that is not
+//!   word-aligned (which takes the plain-Rust loop);
 //! - the inverse restores q within 2 LSB;
 //! - calls that must be refused (a short buffer, an `f32` buffer) are, touching nothing.
 //!
@@ -169,6 +172,25 @@ mod firmware {
             table.rotate(x, SHAPE, Grid::new(GRID), dir)
         }
 
+        #[inline(never)]
+        pub fn rotate_grid(
+            table: &Q15Table<'_, 2>,
+            x: &mut [i16],
+            grid: Grid<2>,
+            dir: Direction,
+        ) -> Result<(), Error> {
+            table.rotate(x, SHAPE, grid, dir)
+        }
+
+        #[inline(never)]
+        pub fn entries<'a>(
+            table: &Q15Table<'a, 2>,
+            axis: usize,
+            index: usize,
+        ) -> Option<&'a [[i16; 2]]> {
+            table.entries(axis, index)
+        }
+
         /// A buffer type a Q15 table refuses: one `f32` head.
         #[inline(never)]
         pub fn rotate_f32(table: &Q15Table<'_, 2>, head: &mut [f32]) -> Result<(), Error> {
@@ -188,6 +210,56 @@ mod firmware {
     #[unsafe(no_mangle)]
     extern "C" fn measure_end() {
         cortex_m::asm::isb();
+    }
+
+    /// Word alignment for the storage and buffers (the Cortex-M0 loop's fast path).
+    #[repr(C, align(4))]
+    struct Words<T>(T);
+
+    /// Values of a rotation of the first tokens of the grid (row-major, whole lines) that
+    /// differ from the definition evaluated in plain Rust with the table's own entries:
+    /// `round((a·c − b·s) / 2¹⁵)` ties up, saturated (inverse: `s → −s`); column entries for
+    /// pairs 0 .. d/4, row entries for the rest. `i32::MAX` when an entry cannot be read.
+    fn kernel_mismatches(
+        table: &Q15Table<'_, 2>,
+        input: &[i16],
+        got: &[i16],
+        dir: Direction,
+    ) -> i32 {
+        let token_len = HEADS * D;
+        let mut mismatches = 0;
+        for (t, (x, y)) in input
+            .chunks(token_len)
+            .zip(got.chunks(token_len))
+            .enumerate()
+        {
+            let (Some(row), Some(col)) = (
+                calls::entries(table, 0, t / SIDE),
+                calls::entries(table, 1, t % SIDE),
+            ) else {
+                return i32::MAX;
+            };
+            for (x, y) in x.chunks(D).zip(y.chunks(D)) {
+                for pair in 0..D / 2 {
+                    let [c, s] = if pair < D / 4 {
+                        col[pair]
+                    } else {
+                        row[pair - D / 4]
+                    };
+                    let (c, s) = (i32::from(c), i32::from(s));
+                    let s = if dir == Direction::Forward { s } else { -s };
+                    let (a, b) = (i32::from(x[2 * pair]), i32::from(x[2 * pair + 1]));
+                    let round = |v: i32| ((v + (1 << 14)) >> 15).clamp(-32_768, 32_767);
+                    let want = [round(a * c - b * s), round(a * s + b * c)];
+                    for (k, want) in want.into_iter().enumerate() {
+                        if i32::from(y[2 * pair + k]) != want {
+                            mismatches += 1;
+                        }
+                    }
+                }
+            }
+        }
+        mismatches
     }
 
     struct Tally {
@@ -233,7 +305,10 @@ mod firmware {
             D,
             HEADS
         );
-        let Some(storage) = cortex_m::singleton!(: [[i16; 2]; ENTRIES] = [[0; 2]; ENTRIES]) else {
+        // Word-aligned storage and buffers: the Cortex-M0 loop reads whole words.
+        let Some(Words(storage)) =
+            cortex_m::singleton!(: Words<[[i16; 2]; ENTRIES]> = Words([[0; 2]; ENTRIES]))
+        else {
             tally.check(false, "table storage", 0, 0, "");
             finish(tally)
         };
@@ -254,7 +329,8 @@ mod firmware {
             ENTRIES
         );
 
-        let Some(q) = cortex_m::singleton!(: [i16; VALUES] = [0; VALUES]) else {
+        let Some(Words(q)) = cortex_m::singleton!(: Words<[i16; VALUES]> = Words([0; VALUES]))
+        else {
             tally.check(false, "q storage", 0, 0, "");
             finish(tally)
         };
@@ -280,6 +356,41 @@ mod firmware {
                 );
             }
             Err(e) => tally.error("rotate", e),
+        }
+        let n = kernel_mismatches(&table, &INPUT, q, Direction::Forward);
+        tally.check(
+            n == 0,
+            "kernel == plain Rust, forward (mismatching values)",
+            n,
+            0,
+            "",
+        );
+
+        // The hand-written loop against the definition in plain Rust, bit for bit: the
+        // inverse, and the first two grid lines at an odd halfword offset (not word-aligned:
+        // the plain-Rust loop) — both must give the definition's bits.
+        let lines = 2 * SIDE * HEADS * D;
+        let mut inverse = Words([0i16; 2 * SIDE * HEADS * D]);
+        inverse.0.copy_from_slice(&INPUT[..lines]);
+        let mut odd = Words([0i16; 2 * SIDE * HEADS * D + 1]);
+        odd.0[1..].copy_from_slice(&INPUT[..lines]);
+        let grid = Grid::new([2, SIDE]);
+        let results = [
+            calls::rotate_grid(&table, &mut inverse.0, grid, Direction::Inverse),
+            calls::rotate_grid(&table, &mut odd.0[1..], grid, Direction::Forward),
+        ];
+        if let Some(&Err(e)) = results.iter().find(|r| r.is_err()) {
+            tally.error("rotate (two lines)", e);
+        } else {
+            let n = kernel_mismatches(&table, &INPUT[..lines], &inverse.0, Direction::Inverse)
+                + kernel_mismatches(&table, &INPUT[..lines], &odd.0[1..], Direction::Forward);
+            tally.check(
+                n == 0,
+                "kernel == plain Rust, inverse and unaligned (mismatching values)",
+                n,
+                0,
+                "",
+            );
         }
 
         match calls::rotate(&table, q, Direction::Inverse) {

@@ -228,19 +228,22 @@ pub(crate) fn exp2_neg_q63(x: u128) -> u64 {
     // Bit 63 − i of the fraction is worth 2^−(i+1): factor `EXP2_NEG[i]`. The fraction is
     // shifted past each bit (not searched with `leading_zeros`: a library call on cores
     // without `clz`, such as the Cortex-M0).
-    for factor in &EXP2_NEG {
-        if fraction == 0 {
-            break;
-        }
-        if fraction >> 63 != 0 {
+    // The exit depends on the data, so LLVM does not unroll the loop.
+    let mut i = 0;
+    while fraction != 0 {
+        if fraction >> 63 != 0
+            && let Some(factor) = EXP2_NEG.get(i)
+        {
             result = (mul_u64_wide(result, *factor) >> 63) as u64;
         }
         fraction <<= 1;
+        i += 1;
     }
     if integer >= 64 { 0 } else { result >> integer }
 }
 
 /// Whether [`div_u128`] divides `n` by `d` (without dividing).
+#[inline(always)]
 pub(crate) fn divisible(n: u128, d: u64) -> bool {
     n >> 112 == 0 && (1..1 << 16).contains(&d)
 }

@@ -44,10 +44,27 @@ pub(crate) trait AngleSource<T = [f32; 2]>: Copy {
 /// One kernel call. Inlined into the token loops on hosted targets, so that an arch kernel
 /// inherits its caller's `#[target_feature]`s; out of line on bare-metal targets, where one
 /// copy per kernel instead of one per call site keeps flash small (the call costs a few
-/// instructions per token and section, against tens of pairs rotated).
-#[cfg_attr(target_os = "none", inline(never))]
-#[cfg_attr(not(target_os = "none"), inline(always))]
+/// instructions per token and section, against tens of pairs rotated) — unless the kernel
+/// asks to be inlined ([`Kernel::INLINE`]: the Cortex-M0 Q15 loop, whose per-call cost is a
+/// tenth of its pairs').
+#[inline(always)]
 pub(super) fn rotate_pairs<K: Kernel>(
+    x: &mut [K::Value],
+    head_dim: usize,
+    pairing: Pairing,
+    first_pair: usize,
+    angles: &[K::Entry],
+    dir: Direction,
+) {
+    if K::INLINE || cfg!(not(target_os = "none")) {
+        K::rotate_pairs(x, head_dim, pairing, first_pair, angles, dir);
+    } else {
+        rotate_pairs_out_of_line::<K>(x, head_dim, pairing, first_pair, angles, dir);
+    }
+}
+
+#[inline(never)]
+fn rotate_pairs_out_of_line<K: Kernel>(
     x: &mut [K::Value],
     head_dim: usize,
     pairing: Pairing,

@@ -56,6 +56,9 @@ pub(crate) trait Kernel {
     const ROW_PAIRS: usize = 0;
     /// A token's angles in the kernel's own form.
     type Row: RowBuffer;
+    /// Whether the token loops call [`rotate_pairs`](Kernel::rotate_pairs) inline on
+    /// bare-metal targets too (where it is otherwise one out-of-line copy).
+    const INLINE: bool = false;
 
     /// Stages the angles of pairs `first_pair .. first_pair + entries.len()` in `row`, in the
     /// form [`rotate_row`](Kernel::rotate_row) consumes, for direction `dir`.
@@ -272,6 +275,12 @@ pub(crate) fn drive<K: Kernel, A: AngleSource<K::Entry>>(job: Job<'_, A, K::Valu
 ))]
 #[allow(unsafe_code)]
 mod cortex_m;
+
+/// The Q15 kernel of ARMv6-M (Cortex-M0/M0+), recognised by its lack of atomic
+/// read-modify-write (see `math::NO_WIDE_MULTIPLY`).
+#[cfg(all(target_arch = "arm", target_os = "none", not(target_has_atomic = "32")))]
+#[allow(unsafe_code)]
+mod cortex_m0;
 
 macro_rules! registry {
     ($($(#[doc = $doc:literal])* $variant:ident => $module:ident, $name:literal, cfg($($cfg:tt)*);)*) => {

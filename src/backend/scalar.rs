@@ -52,6 +52,8 @@ pub(crate) struct Scalar<N = F32>(PhantomData<N>);
 pub(crate) trait Number {
     type Value: Copy;
     type Entry: Copy;
+    /// [`Kernel::INLINE`].
+    const INLINE: bool = false;
 
     /// Rotates `(a, b)` by `[c, s]` (`s` negated for the inverse).
     fn rotate(a: &mut Self::Value, b: &mut Self::Value, cs: Self::Entry, dir: Direction);
@@ -122,9 +124,40 @@ pub(crate) trait Fixed: Copy {
     fn widen(self) -> i32;
     /// `v` saturated to the type's range.
     fn saturate(v: i32) -> Self;
+    /// [`Kernel::rotate_pairs`] by a hand-written loop for this core, when it has one for
+    /// this case; `false`, touching nothing, when not.
+    #[inline(always)]
+    fn rotate_pairs_native(
+        _x: &mut [Self],
+        _head_dim: usize,
+        _pairing: Pairing,
+        _first_pair: usize,
+        _angles: &[[i16; 2]],
+        _dir: Direction,
+    ) -> bool {
+        false
+    }
 }
 
 impl Fixed for i16 {
+    /// ARMv6-M: `cortex_m0.rs`.
+    #[cfg(all(
+        target_arch = "arm",
+        target_os = "none",
+        not(target_has_atomic = "32")
+    ))]
+    #[inline(always)]
+    fn rotate_pairs_native(
+        x: &mut [i16],
+        head_dim: usize,
+        pairing: Pairing,
+        first_pair: usize,
+        angles: &[[i16; 2]],
+        dir: Direction,
+    ) -> bool {
+        super::cortex_m0::rotate_pairs(x, head_dim, pairing, first_pair, angles, dir)
+    }
+
     #[inline(always)]
     fn widen(self) -> i32 {
         i32::from(self)
@@ -172,6 +205,12 @@ pub(crate) struct Q15<V>(PhantomData<V>);
 impl<V: Fixed> Number for Q15<V> {
     type Value = V;
     type Entry = [i16; 2];
+    /// The Cortex-M0 loop: its call is a large part of a section's cost.
+    const INLINE: bool = cfg!(all(
+        target_arch = "arm",
+        target_os = "none",
+        not(target_has_atomic = "32")
+    ));
 
     #[inline(always)]
     fn rotate(a: &mut V, b: &mut V, [c, s]: [i16; 2], dir: Direction) {
@@ -183,6 +222,20 @@ impl<V: Fixed> Number for Q15<V> {
         let (x, y) = (a.widen(), b.widen());
         *a = V::saturate(round_q15(x * c - y * s));
         *b = V::saturate(round_q15(x * s + y * c));
+    }
+
+    #[inline(always)]
+    fn rotate_pairs(
+        x: &mut [V],
+        head_dim: usize,
+        pairing: Pairing,
+        first_pair: usize,
+        angles: &[[i16; 2]],
+        dir: Direction,
+    ) {
+        if !V::rotate_pairs_native(x, head_dim, pairing, first_pair, angles, dir) {
+            rotate_pairs_rust::<Self>(x, head_dim, pairing, first_pair, angles, dir);
+        }
     }
 
     #[inline(always)]
@@ -230,6 +283,7 @@ impl<N: Number> Kernel for Scalar<N> {
     type Value = N::Value;
     type Entry = N::Entry;
     type Row = NoRow;
+    const INLINE: bool = N::INLINE;
 
     #[inline(always)]
     fn rotate_pairs(
