@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 # Budgets.
 MAX_INSNS_PER_PAIR=7       # apply loop, per rotated pair
 MAX_INSNS_PER_ENTRY=80     # table build, per (cos, sin) entry
+MAX_Q15_INSNS_PER_PAIR=8   # Q15 whole grid on the DSP extension, per rotated pair
 # .text of everything the example's rope2d calls reach (issue 9's goal).
 MAX_TEXT_BYTES=4096
 # Cortex-M0 (no FPU), examples/cortex_m0.rs: Q15, integer arithmetic only (issue 10's goals).
@@ -140,6 +141,7 @@ echo "== instruction counts (QEMU exec trace, one instruction per block)"
 measure "$work" "$ELF" "${QEMU[@]}"
 budget "instructions per rotated pair (scalar backend, rotate_qk, whole grid)" "$(per "$work" pairs)" $MAX_INSNS_PER_PAIR instructions
 budget "instructions per (cos, sin) entry (Table::build, 14x14, d = 64)" "$(per "$work" table_entries)" $MAX_INSNS_PER_ENTRY instructions
+budget "instructions per rotated pair (Q15, DSP extension, rotate, whole grid)" "$(per "$work" q15_pairs)" $MAX_Q15_INSNS_PER_PAIR instructions
 
 # --- sizes and panic paths -------------------------------------------------------------------
 echo "== what the example pulls from rope2d (call graph of calls::*)"

@@ -56,7 +56,7 @@ mod firmware {
     // The defmt logger (semihosting); linked in both builds so one linker setup serves both.
     use defmt_semihosting as _;
     use rope2d::{
-        Backend, Direction, Error, Grid, Layout, Shape, Spec, Table,
+        Backend, Direction, Error, Grid, Layout, Q15Table, Shape, Spec, Table,
         preset::{self, AxisOrder},
     };
 
@@ -273,6 +273,41 @@ mod firmware {
             dir: Direction,
         ) -> Result<(), Error> {
             table.rotate_at(x, shape, positions, dir)
+        }
+    }
+
+    /// The Q15 calls (the DSP kernel), measured separately by `.ci/firmware.sh`.
+    mod calls_q15 {
+        use super::*;
+
+        #[inline(never)]
+        pub fn build(storage: &mut [[i16; 2]]) -> Result<Q15Table<'_, 2>, Error> {
+            const SPEC: Spec<'static, 2> = seed(D);
+            Q15Table::build(storage, &SPEC, GRID)
+        }
+
+        #[inline(never)]
+        pub fn rotate(table: &Q15Table<'_, 2>, x: &mut [i16], dir: Direction) -> Result<(), Error> {
+            table.rotate(x, SHAPE, Grid::new(GRID), dir)
+        }
+
+        /// The first two tokens of the grid, at their positions.
+        #[inline(never)]
+        pub fn rotate_at(
+            table: &Q15Table<'_, 2>,
+            x: &mut [i16],
+            dir: Direction,
+        ) -> Result<(), Error> {
+            table.rotate_at(x, SHAPE, &[[0, 0], [0, 1]], dir)
+        }
+
+        #[inline(never)]
+        pub fn entries<'a>(
+            table: &Q15Table<'a, 2>,
+            axis: usize,
+            index: usize,
+        ) -> Option<&'a [[i16; 2]]> {
+            table.entries(axis, index)
         }
     }
 
@@ -629,6 +664,9 @@ mod firmware {
         // pairs) and the first golden tokens of its file at their positions.
         check_wan(&mut tally);
 
+        // Q15 on the DSP extension: the same grid in i16.
+        check_q15(&mut tally, &q0);
+
         // An invalid call is refused before anything is touched: k one value short.
         q.copy_from_slice(&q0);
         k.copy_from_slice(&k0);
@@ -647,6 +685,141 @@ mod firmware {
         );
 
         finish(tally)
+    }
+
+    /// Word alignment for the Q15 storage and buffer (the DSP loop's fast path).
+    #[repr(C, align(4))]
+    struct Words<T>(T);
+
+    /// Q15 values per unit of the golden data: |x| < 4 fits, and so does a rotated pair.
+    const Q15_SCALE: f32 = 4096.0;
+
+    /// The whole-grid q in Q15 (the golden tokens and their copies, as in `scatter`), rotated
+    /// by a Q15 table of the seed convention (measured: instructions per pair): bit for bit
+    /// the definition in plain Rust with the table's own entries (forward and inverse), the
+    /// golden tokens within 2.25 LSB of `expected_f64` (0.5 rounding, 1 for the entries at
+    /// `|a| + |b| ≤ 2¹⁵`, 0.71 for the input's own quantisation), the inverse within 2 LSB.
+    fn check_q15(tally: &mut Tally, q0: &[f32]) {
+        const Q15_ENTRIES: usize = ENTRIES;
+        let Some(Words(storage)) = cortex_m::singleton!(
+            : Words<[[i16; 2]; Q15_ENTRIES]> = Words([[0; 2]; Q15_ENTRIES])
+        ) else {
+            return tally.check(false, "Q15 table storage", 0.0, 0.0);
+        };
+        let table = match calls_q15::build(storage) {
+            Ok(table) => table,
+            Err(e) => return tally.error("Q15Table::build (14x14, d = 64)", e),
+        };
+        let Some(Words(q)) =
+            cortex_m::singleton!(: Words<[i16; GRID_VALUES]> = Words([0; GRID_VALUES]))
+        else {
+            return tally.check(false, "Q15 buffer", 0.0, 0.0);
+        };
+        let Some(Words(input)) =
+            cortex_m::singleton!(: Words<[i16; GRID_VALUES]> = Words([0; GRID_VALUES]))
+        else {
+            return tally.check(false, "Q15 input", 0.0, 0.0);
+        };
+        for (i, &v) in input.iter_mut().zip(q0) {
+            let v = v * Q15_SCALE;
+            *i = (if v < 0.0 { v - 0.5 } else { v + 0.5 }) as i16;
+        }
+        q.copy_from_slice(input);
+        measure_begin();
+        let rotated = calls_q15::rotate(&table, q, Direction::Forward);
+        measure_end();
+        say!("measure: q15_pairs {}", GRID_VALUES / 2);
+        if let Err(e) = rotated {
+            return tally.error("Q15 rotate", e);
+        }
+        let n = q15_mismatches(&table, input, q, Direction::Forward);
+        tally.check(
+            n == 0,
+            "Q15 DSP kernel == plain Rust, forward (mismatches)",
+            n as f32,
+            0.0,
+        );
+        let mut worst = 0f32;
+        for (pos, exp) in POSITIONS.iter().zip(EXPECTED_F64.chunks_exact(TOKEN_LEN)) {
+            let t = pos[0] as usize * SIDE + pos[1] as usize;
+            for (&got, &want) in q[t * TOKEN_LEN..][..TOKEN_LEN].iter().zip(exp) {
+                worst = worst.max((f32::from(got) - want * Q15_SCALE).abs());
+            }
+        }
+        tally.check(worst <= 2.25, "Q15 q vs expected_f64 (LSB)", worst, 2.25);
+        let mut back = [0i16; 2 * TOKEN_LEN];
+        back.copy_from_slice(&q[..2 * TOKEN_LEN]);
+        match calls_q15::rotate(&table, q, Direction::Inverse) {
+            Ok(()) => {
+                let worst = q
+                    .iter()
+                    .zip(input.iter())
+                    .map(|(&a, &b)| (i32::from(a) - i32::from(b)).abs())
+                    .max()
+                    .unwrap_or(0);
+                tally.check(
+                    worst <= 2,
+                    "Q15 inverse(forward(q)) == q (LSB)",
+                    worst as f32,
+                    2.0,
+                );
+                // The inverse kernel on the forward output of the first two tokens.
+                let mut first = Words([0i16; 2 * TOKEN_LEN]);
+                first.0.copy_from_slice(&back);
+                let n = match calls_q15::rotate_at(&table, &mut first.0, Direction::Inverse) {
+                    Ok(()) => q15_mismatches(&table, &back, &first.0, Direction::Inverse),
+                    Err(_) => u32::MAX,
+                };
+                tally.check(
+                    n == 0,
+                    "Q15 DSP kernel == plain Rust, inverse (mismatches)",
+                    n as f32,
+                    0.0,
+                );
+            }
+            Err(e) => tally.error("Q15 inverse", e),
+        }
+    }
+
+    /// Values of a Q15 rotation of the first tokens of the grid that differ from the
+    /// definition in plain Rust with the table's entries: `(a·c − b·s + 2¹⁴) >> 15`,
+    /// saturated (inverse: `s → −s`); column entries for pairs 0 .. d/4, row entries after.
+    fn q15_mismatches(table: &Q15Table<'_, 2>, input: &[i16], got: &[i16], dir: Direction) -> u32 {
+        let mut mismatches = 0;
+        for (t, (x, y)) in input
+            .chunks(TOKEN_LEN)
+            .zip(got.chunks(TOKEN_LEN))
+            .enumerate()
+        {
+            let (Some(row), Some(col)) = (
+                calls_q15::entries(table, 0, t / SIDE),
+                calls_q15::entries(table, 1, t % SIDE),
+            ) else {
+                return u32::MAX;
+            };
+            for (x, y) in x.chunks(D).zip(y.chunks(D)) {
+                for pair in 0..D / 2 {
+                    let [c, s] = if pair < D / 4 {
+                        col[pair]
+                    } else {
+                        row[pair - D / 4]
+                    };
+                    let (c, s) = (i32::from(c), i32::from(s));
+                    let s = if dir == Direction::Forward { s } else { -s };
+                    let (a, b) = (i32::from(x[2 * pair]), i32::from(x[2 * pair + 1]));
+                    let round = |v: i32| ((v + (1 << 14)) >> 15).clamp(-32_768, 32_767);
+                    for (k, want) in [round(a * c - b * s), round(a * s + b * c)]
+                        .into_iter()
+                        .enumerate()
+                    {
+                        if i32::from(y[2 * pair + k]) != want {
+                            mismatches += 1;
+                        }
+                    }
+                }
+            }
+        }
+        mismatches
     }
 
     /// Wan 2.1 on the device: the table built from the preset, the file's first tokens

@@ -282,6 +282,11 @@ mod cortex_m;
 #[allow(unsafe_code)]
 mod cortex_m0;
 
+/// The Q15 kernel of ARMv7E-M (Cortex-M4/M7), on the DSP extension (`build.rs` sets the cfg).
+#[cfg(rope2d_armv7em)]
+#[allow(unsafe_code)]
+mod armv7em;
+
 macro_rules! registry {
     ($($(#[doc = $doc:literal])* $variant:ident => $module:ident, $name:literal, cfg($($cfg:tt)*);)*) => {
         // `unsafe` is denied crate-wide; the arch backends allow it, the others forbid it.

@@ -140,6 +140,20 @@ pub(crate) trait Fixed: Copy {
 }
 
 impl Fixed for i16 {
+    /// ARMv7E-M: `armv7em.rs` (the DSP extension).
+    #[cfg(rope2d_armv7em)]
+    #[inline(always)]
+    fn rotate_pairs_native(
+        x: &mut [i16],
+        head_dim: usize,
+        pairing: Pairing,
+        first_pair: usize,
+        angles: &[[i16; 2]],
+        dir: Direction,
+    ) -> bool {
+        super::armv7em::rotate_pairs(x, head_dim, pairing, first_pair, angles, dir)
+    }
+
     /// ARMv6-M: `cortex_m0.rs`.
     #[cfg(all(
         target_arch = "arm",
@@ -205,11 +219,14 @@ pub(crate) struct Q15<V>(PhantomData<V>);
 impl<V: Fixed> Number for Q15<V> {
     type Value = V;
     type Entry = [i16; 2];
-    /// The Cortex-M0 loop: its call is a large part of a section's cost.
-    const INLINE: bool = cfg!(all(
-        target_arch = "arm",
-        target_os = "none",
-        not(target_has_atomic = "32")
+    /// The Cortex-M0 and M4/M7 loops: their call is a large part of a section's cost.
+    const INLINE: bool = cfg!(any(
+        all(
+            target_arch = "arm",
+            target_os = "none",
+            not(target_has_atomic = "32")
+        ),
+        rope2d_armv7em
     ));
 
     #[inline(always)]
