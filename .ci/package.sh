@@ -9,11 +9,11 @@ MAX_CRATE_BYTES=400000
 
 list=$(cargo package --list -p rope2d --allow-dirty)
 echo "$list"
-unwanted=$(grep -Ev '^(src/.*\.rs|examples/demo\.rs|README\.md|CHANGELOG\.md|Cargo\.(toml|toml\.orig|lock)|\.cargo_vcs_info\.json)$' <<<"$list" || true)
+unwanted=$(grep -Ev '^(src/.*\.rs|build\.rs|examples/demo\.rs|README\.md|CHANGELOG\.md|Cargo\.(toml|toml\.orig|lock)|\.cargo_vcs_info\.json)$' <<<"$list" || true)
 if [ -n "$unwanted" ]; then
     echo "files a user does not need are packaged:"; echo "$unwanted"; exit 1
 fi
-for needed in src/lib.rs README.md CHANGELOG.md; do
+for needed in src/lib.rs build.rs README.md CHANGELOG.md; do
     grep -qx "$needed" <<<"$list" || { echo "$needed is missing from the package"; exit 1; }
 done
 # --allow-dirty: the check runs inside the test suite, where build outputs may exist.
