@@ -96,15 +96,9 @@ fn below_2_pow_32(d: Decoded) -> bool {
     d.mantissa == 0 || 63 - d.mantissa.leading_zeros() as i32 + d.exponent < 32
 }
 
-/// Whether the core lacks a 32 × 32 → 64-bit multiply: ARMv6-M (Cortex-M0/M0+/M1),
-/// recognised by its lack of atomic read-modify-write (no other cfg names it), where LLVM
-/// calls `__aeabi_lmul`, a 64 × 64-bit routine of about 45 instructions, for each one.
-/// (ARMv8-M Baseline, the Cortex-M23, lacks it too but has atomics: not recognised.)
-const NO_WIDE_MULTIPLY: bool = cfg!(all(
-    target_arch = "arm",
-    target_os = "none",
-    not(target_has_atomic = "32")
-));
+/// Whether the core lacks a 32 × 32 → 64-bit multiply (ARMv6-M: `build.rs`),
+/// where LLVM calls `__aeabi_lmul`, a 64 × 64-bit routine of about 45 instructions, for each.
+const NO_WIDE_MULTIPLY: bool = cfg!(rope2d_armv6m);
 
 /// `a · b` of `u32`s as `u64`.
 #[inline(always)]

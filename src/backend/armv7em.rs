@@ -3,7 +3,7 @@
 //! `smladx` `a·s + b·c` in one instruction each, the accumulator adding the rounding's 2¹⁴;
 //! `ssat` shifts by 15 and saturates, `pkhbt` packs the pair back. Four pairs per loop step
 //! (one `ldm` of the values, one of the entries, one `stm`): 25 instructions for 4 pairs;
-//! heads are looped inside (8 instructions per head). Exactly the arithmetic of the scalar `Q15`
+//! heads are looped inside (6 instructions per head). Exactly the arithmetic of the scalar `Q15`
 //! number format — `(a·c − b·s + 2¹⁴) >> 15`, saturated — checked bit for bit against it by
 //! `examples/cortex_m4.rs` on the device. Word loads need 4-byte alignment: other buffers,
 //! sections that are not a multiple of 4 pairs, and the half layout take the plain-Rust
@@ -11,8 +11,8 @@
 
 use core::arch::asm;
 
-use super::Pairing;
-use crate::config::{Direction, Layout};
+use super::{Pairing, Tokens, WordSections};
+use crate::config::Direction;
 
 /// One pair: value word `$x` and entry word `$e` into `$x = (a', b')`, through r11; r12
 /// holds 2¹⁴. Forward: `a' = smlsd`, `b' = smladx`; inverse: `a' = smlad` (`a·c + b·s`),
@@ -46,7 +46,7 @@ macro_rules! pair {
 /// the section's bytes (a multiple of 16: four pairs per step).
 macro_rules! heads {
     ($dir:ident, $x:expr, $frame:expr) => {
-        // SAFETY: see `rotate_pairs`: the frame describes sections of `x`, one per whole
+        // SAFETY: the contract of `heads`: the frame describes the sections, one per whole
         // head, each rotated by as many entries as it has pairs; every access is an aligned
         // word inside them. r4–r11 are saved and restored here (r6 and r7 cannot be
         // operands); the flags and the DSP Q flag are clobbered, the stack is balanced.
@@ -55,10 +55,12 @@ macro_rules! heads {
                 ".arch armv7e-m",
                 "push {{r4-r11}}",
                 "mov r12, #0x4000",
-                "2:",
+                // r2 = the entries' end (every head's section ends there).
                 "ldr r1, [lr, #0]",
                 "ldr r2, [lr, #12]",
                 "add r2, r1",
+                "2:",
+                "ldr r1, [lr, #0]",
                 "1:",
                 "ldm r0, {{r3, r4, r5, r6}}",
                 "ldm r1!, {{r7, r8, r9, r10}}",
@@ -69,10 +71,11 @@ macro_rules! heads {
                 "stm r0!, {{r3, r4, r5, r6}}",
                 "cmp r1, r2",
                 "bne 1b",
-                "ldr r2, [lr, #4]",
-                "add r0, r2",
-                "ldr r2, [lr, #8]",
-                "cmp r0, r2",
+                // The next head's section.
+                "ldr r3, [lr, #4]",
+                "add r0, r3",
+                "ldr r3, [lr, #8]",
+                "cmp r0, r3",
                 "bls 2b",
                 "pop {{r4-r11}}",
                 inout("r0") $x => _,
@@ -86,9 +89,38 @@ macro_rules! heads {
     };
 }
 
+/// Rotates the sections `first, first + 2·head_dim, …` up to `last` (`n` pairs each, `n` a
+/// multiple of 4) by the `n` entries at `entries`.
+///
+/// # Safety
+///
+/// `first` and `last` point into one buffer, `last − first` a multiple of `2 · head_dim`
+/// values, each section's `2n` values inside it and word-aligned; `entries` points at `n`
+/// word-aligned entries; `n ≥ 4`.
+#[inline(always)]
+unsafe fn heads(
+    first: *mut i16,
+    last: *mut i16,
+    entries: *const [i16; 2],
+    n: usize,
+    head_dim: usize,
+    dir: Direction,
+) {
+    let frame: [u32; 4] = [
+        entries as u32,
+        (2 * head_dim - 4 * n) as u32,
+        last as u32,
+        (4 * n) as u32,
+    ];
+    let frame = frame.as_ptr();
+    match dir {
+        Direction::Forward => heads!(Forward, first, frame),
+        Direction::Inverse => heads!(Inverse, first, frame),
+    }
+}
+
 /// Rotates pairs `first_pair .. first_pair + angles.len()` of every head of `x` by the Q15
-/// `angles` when the layout is interleaved, the section a multiple of 4 pairs, and `x` and
-/// `angles` 4-byte aligned (and `head_dim` even, so that every head is); `false`, touching
+/// `angles` when [`WordSections`] allows and the section is a multiple of 4 pairs; `false`, touching
 /// nothing, otherwise.
 #[inline(always)]
 pub(super) fn rotate_pairs(
@@ -99,32 +131,64 @@ pub(super) fn rotate_pairs(
     angles: &[[i16; 2]],
     dir: Direction,
 ) -> bool {
-    let rotary = pairing.pairs.min(head_dim / 2);
-    let n = angles.len().min(rotary.saturating_sub(first_pair));
-    let aligned = (x.as_ptr() as usize | angles.as_ptr() as usize) & 3 == 0 && head_dim & 1 == 0;
-    if pairing.layout != Layout::Interleaved || !aligned || n & 3 != 0 {
+    match WordSections::of(x, head_dim, pairing, first_pair, angles) {
+        WordSections::Unsupported => false,
+        WordSections::Empty => true,
+        WordSections::Words { n, .. } if n & 3 != 0 => false,
+        WordSections::Words { first, last, n } => {
+            // SAFETY: `WordSections` checked the layout, the alignment of `x`, `angles` and
+            // `head_dim`, and that each whole head's section of `n ≤ angles.len()` pairs lies
+            // inside it, from `first` to `last`; `n` is a nonzero multiple of 4.
+            unsafe { heads(first, last, angles.as_ptr(), n, head_dim, dir) };
+            true
+        }
+    }
+}
+
+/// [`Kernel::rotate_line_pairs`](super::Kernel::rotate_line_pairs): each token of `line`
+/// rotated as [`rotate_pairs`] rotates a token, its entries `width` apart in `table`; `false`,
+/// touching nothing, when the first token's sections are not a case of that loop or the
+/// table does not hold every token's entries.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) fn rotate_line(
+    line: &mut [i16],
+    token_len: usize,
+    head_dim: usize,
+    pairing: Pairing,
+    (first_pair, len): (usize, usize),
+    table: &[[i16; 2]],
+    width: usize,
+    dir: Direction,
+) -> bool {
+    let (Some(row), Some(token)) = (table.get(..len), line.get_mut(..token_len)) else {
+        return false;
+    };
+    let n = match WordSections::of(token, head_dim, pairing, first_pair, row) {
+        WordSections::Unsupported => return false,
+        WordSections::Empty => return true,
+        WordSections::Words { n, .. } => n,
+    };
+    // Every token word-aligned, every token's entries in the table (one division per line).
+    let tokens = line.len() / token_len;
+    let needed = (tokens - 1)
+        .checked_mul(width)
+        .and_then(|e| e.checked_add(n));
+    if n & 3 != 0 || token_len & 1 != 0 || needed.is_none_or(|e| e > table.len()) {
         return false;
     }
-    if n == 0 || x.len() < head_dim {
-        return true;
-    }
-    // Whole heads only (the callers pass whole heads; a partial one at the end is left):
-    // sections start `2 · head_dim` bytes apart, up to the one of the last whole head. The
-    // section lies inside its head: 2 · (first_pair + n) ≤ 2 · rotary ≤ head_dim.
-    let section = x.as_mut_ptr().wrapping_add(2 * first_pair);
-    let last = x
-        .as_mut_ptr()
-        .wrapping_add(x.len() - head_dim + 2 * first_pair);
-    let frame: [u32; 4] = [
-        angles.as_ptr() as u32,
-        (2 * head_dim - 4 * n) as u32,
-        last as u32,
-        (4 * n) as u32,
-    ];
-    let frame = frame.as_ptr();
-    match dir {
-        Direction::Forward => heads!(Forward, section, frame),
-        Direction::Inverse => heads!(Inverse, section, frame),
+    let mut row = 0;
+    for token in Tokens::new(line, token_len) {
+        let Some(entries) = table.get(row..row + n) else {
+            break;
+        };
+        let first = token.as_mut_ptr().wrapping_add(2 * first_pair);
+        let last = first.wrapping_add(token_len - head_dim);
+        // SAFETY: as in `rotate_pairs` for this token (the first token's checks hold for
+        // every token: same shape, word-aligned as `token_len` is even, the entries' rows
+        // word-aligned as the table is); its last head's section starts at `last`.
+        unsafe { heads(first, last, entries.as_ptr(), n, head_dim, dir) };
+        row += width;
     }
     true
 }

@@ -11,8 +11,8 @@
 
 use core::arch::asm;
 
-use super::Pairing;
-use crate::config::{Direction, Layout};
+use super::{Pairing, Tokens, WordSections};
+use crate::config::Direction;
 
 /// The inner loop over a head's section, forward or inverse (the two combinations of the
 /// products), then the step to the next head; `$a` and `$b` combine `r4 = a·c`, `r7 = b·s`,
@@ -70,23 +70,22 @@ macro_rules! q15_round_store {
 
 macro_rules! q15_heads {
     ($x:expr, $entries:expr, $bytes:expr, $frame:expr, $a:literal, $b:literal) => {
-        // SAFETY: see `rotate_pairs`: the pointers describe sections of `bytes` bytes of `x`,
-        // one per whole head, `2 · head_dim` bytes apart up to the last whole head's, each
-        // rotated by the `bytes / 4` entries at `entries`; every access is an aligned word or
-        // halfword inside them. r4–r11 are saved and restored here (r6 and r7 cannot be
-        // operands); the flags are clobbered, the stack is balanced.
+        // SAFETY: the contract of `heads`: the sections from `first` to the last one, `bytes`
+        // bytes each, `2 · head_dim` bytes apart, each rotated by the `bytes / 4` entries at
+        // `entries`; every access is an aligned word or halfword inside them. r4–r10 are
+        // saved and restored here (r6 and r7 cannot be operands); the flags are clobbered,
+        // the stack is balanced.
         unsafe {
             asm!(
                 "push {{r4, r5, r6, r7}}",
                 "mov r4, r8",
                 "mov r5, r9",
                 "mov r6, r10",
-                "mov r7, r11",
-                "push {{r4, r5, r6, r7}}",
+                "push {{r4, r5, r6}}",
                 // r8 = the entries' end (every head's section ends there), r9 = from a
                 // section's end to the next one's start (stride − bytes), r10 = the last
-                // section's start, r11 = whether the pairs are odd (bit 2 of the bytes),
-                // r12 = the first entry, r2 = 0 (the rounding's carry is added with it).
+                // section's start, r12 = the first entry, r2 = 0 (the rounding's carry is
+                // added with it).
                 "ldr r4, [r3, #0]",
                 "subs r4, r4, r2",
                 "mov r9, r4",
@@ -94,19 +93,12 @@ macro_rules! q15_heads {
                 "mov r10, r4",
                 "adds r4, r1, r2",
                 "mov r8, r4",
-                "lsls r4, r2, #29",
-                "mov r11, r4",
                 "mov r12, r1",
                 "movs r2, #0",
                 "2:",
                 "mov r1, r12",
-                // An odd number of pairs enters the two-pair loop at its second pair.
-                "mov r3, r11",
-                "cmp r3, #0",
-                "bne 8f",
                 "1:",
                 concat!(q15_pair!(), $a, "\n", $b, "\n", q15_round_store!()),
-                "8:",
                 concat!(q15_pair!(), $a, "\n", $b, "\n", q15_round_store!()),
                 "cmp r1, r8",
                 "bne 1b",
@@ -114,11 +106,10 @@ macro_rules! q15_heads {
                 "add r0, r9",
                 "cmp r0, r10",
                 "bls 2b",
-                "pop {{r4, r5, r6, r7}}",
+                "pop {{r4, r5, r6}}",
                 "mov r8, r4",
                 "mov r9, r5",
                 "mov r10, r6",
-                "mov r11, r7",
                 "pop {{r4, r5, r6, r7}}",
                 inout("r0") $x => _,
                 inout("r1") $entries => _,
@@ -130,9 +121,48 @@ macro_rules! q15_heads {
     };
 }
 
+/// Rotates the sections `first, first + 2·head_dim, …` up to `last` (`n` pairs each, `n` even)
+/// by the `n` entries at `entries`.
+///
+/// # Safety
+///
+/// `first` and `last` point into one buffer, `last − first` a multiple of `2 · head_dim`
+/// values, each section's `2n` values inside it and word-aligned; `entries` points at `n`
+/// word-aligned entries; `n ≥ 2`.
+#[inline(always)]
+unsafe fn heads(
+    first: *mut i16,
+    last: *mut i16,
+    entries: *const [i16; 2],
+    n: usize,
+    head_dim: usize,
+    dir: Direction,
+) {
+    let frame: [u32; 2] = [(2 * head_dim) as u32, last as u32];
+    let (bytes, frame) = ((4 * n) as u32, frame.as_ptr());
+    match dir {
+        Direction::Forward => q15_heads!(
+            first,
+            entries,
+            bytes,
+            frame,
+            "subs r4, r4, r7",
+            "adds r5, r5, r3"
+        ),
+        Direction::Inverse => q15_heads!(
+            first,
+            entries,
+            bytes,
+            frame,
+            "adds r4, r4, r7",
+            "subs r5, r3, r5"
+        ),
+    }
+}
+
 /// Rotates pairs `first_pair .. first_pair + angles.len()` of every head of `x` by the Q15
-/// `angles` when the layout is interleaved and `x` and `angles` are 4-byte aligned (and
-/// `head_dim` even, so that every head is); `false`, touching nothing, otherwise.
+/// `angles` when [`WordSections`] allows and the section is a whole number of pair pairs; `false`, touching
+/// nothing, otherwise.
 #[inline(always)]
 pub(super) fn rotate_pairs(
     x: &mut [i16],
@@ -142,42 +172,64 @@ pub(super) fn rotate_pairs(
     angles: &[[i16; 2]],
     dir: Direction,
 ) -> bool {
-    let rotary = pairing.pairs.min(head_dim / 2);
-    let n = angles.len().min(rotary.saturating_sub(first_pair));
-    let aligned = (x.as_ptr() as usize | angles.as_ptr() as usize) & 3 == 0 && head_dim & 1 == 0;
-    if pairing.layout != Layout::Interleaved || !aligned {
+    match WordSections::of(x, head_dim, pairing, first_pair, angles) {
+        WordSections::Unsupported => false,
+        WordSections::Empty => true,
+        WordSections::Words { n, .. } if n & 1 != 0 => false,
+        WordSections::Words { first, last, n } => {
+            // SAFETY: `WordSections` checked the layout, the alignment of `x`, `angles` and
+            // `head_dim`, and that each whole head's section of `n ≤ angles.len()` pairs lies
+            // inside it, from `first` to `last`; `n` is a nonzero multiple of 2.
+            unsafe { heads(first, last, angles.as_ptr(), n, head_dim, dir) };
+            true
+        }
+    }
+}
+
+/// [`Kernel::rotate_line_pairs`](super::Kernel::rotate_line_pairs): each token of `line`
+/// rotated as [`rotate_pairs`] rotates a token, its entries `width` apart in `table`; `false`,
+/// touching nothing, when the first token's sections are not a case of that loop or the
+/// table does not hold every token's entries.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) fn rotate_line(
+    line: &mut [i16],
+    token_len: usize,
+    head_dim: usize,
+    pairing: Pairing,
+    (first_pair, len): (usize, usize),
+    table: &[[i16; 2]],
+    width: usize,
+    dir: Direction,
+) -> bool {
+    let (Some(row), Some(token)) = (table.get(..len), line.get_mut(..token_len)) else {
+        return false;
+    };
+    let n = match WordSections::of(token, head_dim, pairing, first_pair, row) {
+        WordSections::Unsupported => return false,
+        WordSections::Empty => return true,
+        WordSections::Words { n, .. } => n,
+    };
+    // Every token word-aligned, every token's entries in the table (one division per line).
+    let tokens = line.len() / token_len;
+    let needed = (tokens - 1)
+        .checked_mul(width)
+        .and_then(|e| e.checked_add(n));
+    if n & 1 != 0 || token_len & 1 != 0 || needed.is_none_or(|e| e > table.len()) {
         return false;
     }
-    if n == 0 || x.len() < head_dim {
-        return true;
-    }
-    // Whole heads only (the callers pass whole heads; a partial one at the end is left):
-    // sections start `2 · head_dim` bytes apart, up to the one of the last whole head. The
-    // section lies inside its head: 2 · (first_pair + n) ≤ 2 · rotary ≤ head_dim.
-    let section = x.as_mut_ptr().wrapping_add(2 * first_pair);
-    let last = x
-        .as_mut_ptr()
-        .wrapping_add(x.len() - head_dim + 2 * first_pair);
-    let frame: [u32; 2] = [(2 * head_dim) as u32, last as u32];
-    let (bytes, frame) = ((4 * n) as u32, frame.as_ptr());
-    let entries = angles.as_ptr();
-    match dir {
-        Direction::Forward => q15_heads!(
-            section,
-            entries,
-            bytes,
-            frame,
-            "subs r4, r4, r7",
-            "adds r5, r5, r3"
-        ),
-        Direction::Inverse => q15_heads!(
-            section,
-            entries,
-            bytes,
-            frame,
-            "adds r4, r4, r7",
-            "subs r5, r3, r5"
-        ),
+    let mut row = 0;
+    for token in Tokens::new(line, token_len) {
+        let Some(entries) = table.get(row..row + n) else {
+            break;
+        };
+        let first = token.as_mut_ptr().wrapping_add(2 * first_pair);
+        let last = first.wrapping_add(token_len - head_dim);
+        // SAFETY: as in `rotate_pairs` for this token (the first token's checks hold for
+        // every token: same shape, word-aligned as `token_len` is even, the entries' rows
+        // word-aligned as the table is); its last head's section starts at `last`.
+        unsafe { heads(first, last, entries.as_ptr(), n, head_dim, dir) };
+        row += width;
     }
     true
 }

@@ -433,6 +433,13 @@ impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
                 // inner loop as one run alone).
                 for run in varying {
                     let cols = varying_table.get(run.column..).unwrap_or(&[]);
+                    let (head_dim, pairing, dir) = (sink.head_dim, sink.pairing, sink.dir);
+                    let section = (run.first, run.len);
+                    if K::rotate_line_pairs(
+                        line, token_len, head_dim, pairing, section, cols, width, dir,
+                    ) {
+                        continue;
+                    }
                     for (token, col) in Tokens::new(line, token_len).zip(cols.chunks(width)) {
                         sink.put(token, run.first, col.get(..run.len).unwrap_or(col));
                     }

@@ -123,6 +123,25 @@ pub(crate) trait Kernel {
         false
     }
 
+    /// Rotates, for each token `t` of `line` (`token_len` values each), pairs
+    /// `first .. first + len` of every head (`section`) by `table[t · width ..][..len]` — a
+    /// grid line's own section, from the table of the line's axis. Returns `false`, touching
+    /// nothing, when the kernel has no loop for it (the caller goes token by token).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn rotate_line_pairs(
+        _line: &mut [Self::Value],
+        _token_len: usize,
+        _head_dim: usize,
+        _pairing: Pairing,
+        _section: (usize, usize),
+        _table: &[Self::Entry],
+        _width: usize,
+        _dir: Direction,
+    ) -> bool {
+        false
+    }
+
     /// Rotates pairs `first_pair .. first_pair + angles.len()` of every head in `x` (a whole
     /// number of `head_dim`-value heads) by `angles`, reversed for [`Direction::Inverse`].
     /// Pairs at or past `pairing.pairs` are left alone.
@@ -276,9 +295,57 @@ pub(crate) fn drive<K: Kernel, A: AngleSource<K::Entry>>(job: Job<'_, A, K::Valu
 #[allow(unsafe_code)]
 mod cortex_m;
 
-/// The Q15 kernel of ARMv6-M (Cortex-M0/M0+), recognised by its lack of atomic
-/// read-modify-write (see `math::NO_WIDE_MULTIPLY`).
-#[cfg(all(target_arch = "arm", target_os = "none", not(target_has_atomic = "32")))]
+/// What the hand-written Q15 loops (`cortex_m0.rs`, `armv7em.rs`) rotate: interleaved pairs
+/// `first_pair .. first_pair + n` of every whole head, as 4-byte aligned sections.
+#[cfg_attr(not(any(rope2d_armv6m, rope2d_armv7em)), allow(dead_code))]
+pub(crate) enum WordSections {
+    /// Not a case the loops take (the half layout, a buffer or table not word-aligned, an
+    /// odd `head_dim`): the plain-Rust loop runs.
+    Unsupported,
+    /// Nothing to rotate.
+    Empty,
+    /// The first head's section at `first`, `n` pairs; the next ones `2 · head_dim` values
+    /// apart, up to the last whole head's at `last` (a partial head at the end is left).
+    Words {
+        first: *mut i16,
+        last: *mut i16,
+        n: usize,
+    },
+}
+
+impl WordSections {
+    /// The sections of `x` that `angles` rotate from pair `first_pair` (checked: each lies
+    /// inside its head, `2 · (first_pair + n) ≤ head_dim`).
+    #[cfg_attr(not(any(rope2d_armv6m, rope2d_armv7em)), allow(dead_code))]
+    #[inline(always)]
+    pub(crate) fn of(
+        x: &mut [i16],
+        head_dim: usize,
+        pairing: Pairing,
+        first_pair: usize,
+        angles: &[[i16; 2]],
+    ) -> Self {
+        let rotary = pairing.pairs.min(head_dim / 2);
+        let n = angles.len().min(rotary.saturating_sub(first_pair));
+        let words = (x.as_ptr() as usize | angles.as_ptr() as usize) & 3 == 0;
+        if pairing.layout != Layout::Interleaved || !words || head_dim & 1 != 0 {
+            return Self::Unsupported;
+        }
+        if n == 0 || x.len() < head_dim {
+            return Self::Empty;
+        }
+        Self::Words {
+            first: x.as_mut_ptr().wrapping_add(2 * first_pair),
+            last: x
+                .as_mut_ptr()
+                .wrapping_add(x.len() - head_dim + 2 * first_pair),
+            n,
+        }
+    }
+}
+
+/// The Q15 kernel of ARMv6-M (Cortex-M0/M0+; `build.rs` sets the cfg).
+#[cfg(rope2d_armv6m)]
 #[allow(unsafe_code)]
 mod cortex_m0;
 

@@ -61,6 +61,22 @@ pub(crate) trait Number {
     /// The entry of the sum of two angles (RoPE-Mixed).
     fn sum(a: Self::Entry, b: Self::Entry) -> Self::Entry;
 
+    /// [`Kernel::rotate_line_pairs`]: a hand-written loop for this core, if any.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn rotate_line_pairs(
+        _line: &mut [Self::Value],
+        _token_len: usize,
+        _head_dim: usize,
+        _pairing: Pairing,
+        _section: (usize, usize),
+        _table: &[Self::Entry],
+        _width: usize,
+        _dir: Direction,
+    ) -> bool {
+        false
+    }
+
     /// [`Kernel::rotate_pairs`]: the plain-Rust loop, unless the format has a hand-written one
     /// for this core.
     #[inline(always)]
@@ -124,6 +140,23 @@ pub(crate) trait Fixed: Copy {
     fn widen(self) -> i32;
     /// `v` saturated to the type's range.
     fn saturate(v: i32) -> Self;
+    /// [`Kernel::rotate_line_pairs`] by a hand-written loop for this core, when it has one
+    /// for this case; `false`, touching nothing, when not.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn rotate_line_native(
+        _line: &mut [Self],
+        _token_len: usize,
+        _head_dim: usize,
+        _pairing: Pairing,
+        _section: (usize, usize),
+        _table: &[[i16; 2]],
+        _width: usize,
+        _dir: Direction,
+    ) -> bool {
+        false
+    }
+
     /// [`Kernel::rotate_pairs`] by a hand-written loop for this core, when it has one for
     /// this case; `false`, touching nothing, when not.
     #[inline(always)]
@@ -143,6 +176,23 @@ impl Fixed for i16 {
     /// ARMv7E-M: `armv7em.rs` (the DSP extension).
     #[cfg(rope2d_armv7em)]
     #[inline(always)]
+    fn rotate_line_native(
+        line: &mut [i16],
+        token_len: usize,
+        head_dim: usize,
+        pairing: Pairing,
+        section: (usize, usize),
+        table: &[[i16; 2]],
+        width: usize,
+        dir: Direction,
+    ) -> bool {
+        super::armv7em::rotate_line(
+            line, token_len, head_dim, pairing, section, table, width, dir,
+        )
+    }
+
+    #[cfg(rope2d_armv7em)]
+    #[inline(always)]
     fn rotate_pairs_native(
         x: &mut [i16],
         head_dim: usize,
@@ -155,11 +205,24 @@ impl Fixed for i16 {
     }
 
     /// ARMv6-M: `cortex_m0.rs`.
-    #[cfg(all(
-        target_arch = "arm",
-        target_os = "none",
-        not(target_has_atomic = "32")
-    ))]
+    #[cfg(rope2d_armv6m)]
+    #[inline(always)]
+    fn rotate_line_native(
+        line: &mut [i16],
+        token_len: usize,
+        head_dim: usize,
+        pairing: Pairing,
+        section: (usize, usize),
+        table: &[[i16; 2]],
+        width: usize,
+        dir: Direction,
+    ) -> bool {
+        super::cortex_m0::rotate_line(
+            line, token_len, head_dim, pairing, section, table, width, dir,
+        )
+    }
+
+    #[cfg(rope2d_armv6m)]
     #[inline(always)]
     fn rotate_pairs_native(
         x: &mut [i16],
@@ -220,14 +283,7 @@ impl<V: Fixed> Number for Q15<V> {
     type Value = V;
     type Entry = [i16; 2];
     /// The Cortex-M0 and M4/M7 loops: their call is a large part of a section's cost.
-    const INLINE: bool = cfg!(any(
-        all(
-            target_arch = "arm",
-            target_os = "none",
-            not(target_has_atomic = "32")
-        ),
-        rope2d_armv7em
-    ));
+    const INLINE: bool = cfg!(any(rope2d_armv6m, rope2d_armv7em));
 
     #[inline(always)]
     fn rotate(a: &mut V, b: &mut V, [c, s]: [i16; 2], dir: Direction) {
@@ -253,6 +309,22 @@ impl<V: Fixed> Number for Q15<V> {
         if !V::rotate_pairs_native(x, head_dim, pairing, first_pair, angles, dir) {
             rotate_pairs_rust::<Self>(x, head_dim, pairing, first_pair, angles, dir);
         }
+    }
+
+    #[inline(always)]
+    fn rotate_line_pairs(
+        line: &mut [V],
+        token_len: usize,
+        head_dim: usize,
+        pairing: Pairing,
+        section: (usize, usize),
+        table: &[[i16; 2]],
+        width: usize,
+        dir: Direction,
+    ) -> bool {
+        V::rotate_line_native(
+            line, token_len, head_dim, pairing, section, table, width, dir,
+        )
     }
 
     #[inline(always)]
@@ -312,6 +384,22 @@ impl<N: Number> Kernel for Scalar<N> {
         dir: Direction,
     ) {
         N::rotate_pairs(x, head_dim, pairing, first_pair, angles, dir);
+    }
+
+    #[inline(always)]
+    fn rotate_line_pairs(
+        line: &mut [N::Value],
+        token_len: usize,
+        head_dim: usize,
+        pairing: Pairing,
+        section: (usize, usize),
+        table: &[N::Entry],
+        width: usize,
+        dir: Direction,
+    ) -> bool {
+        N::rotate_line_pairs(
+            line, token_len, head_dim, pairing, section, table, width, dir,
+        )
     }
 
     #[inline(always)]
