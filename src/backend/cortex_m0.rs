@@ -1,5 +1,5 @@
 //! The Q15 kernel of ARMv6-M (Cortex-M0/M0+: Thumb-1, no DSP instructions, no FPU):
-//! interleaved `i16` pairs rotated by Q15 entries in 28 instructions per pair, exactly the
+//! interleaved `i16` pairs rotated by Q15 entries in 27 instructions per pair, exactly the
 //! arithmetic of the scalar `Q15` number format — `round((a·c − b·s) / 2¹⁵)` ties up,
 //! saturated — checked bit for bit against it by `examples/cortex_m0.rs` on the device.
 //!
