@@ -71,9 +71,11 @@
 //!
 //! - [`Table`]: in caller storage, any shape checked at run time;
 //! - [`FixedTable<N, A>`](FixedTable): owning `N` entries, to keep in a `static`;
+//! - [`Q15Table`]: Q15 `[i16; 2]` entries in caller storage, built and applied with integer
+//!   arithmetic only (`i16`/`i8` buffers; for cores without an FPU);
 //! - [`Direct`]: no table, for integer positions of any size and real-valued coordinates.
 //!
-//! All three rotate through [`Rope`]'s one API: [`rotate`](Rope::rotate) (tokens at
+//! All of them rotate through [`Rope`]'s one API: [`rotate`](Rope::rotate) (tokens at
 //! [`Positions`]), [`rotate_at`](Rope::rotate_at) (explicit positions),
 //! [`rotate_qk`](Rope::rotate_qk), [`rotate_head`](Rope::rotate_head), with an unrotated
 //! prefix ([`Shape::prefix`]) and in either [`Direction`].

@@ -9,7 +9,8 @@
 //! ([`Turns`]). For an integer coordinate `m`, `frac(m · U)` is then an exact wrapping
 //! integer multiply, so the reduced phase is as accurate at position 65 535 or 2³⁰ as at 0
 //! (float32 reference code loses about 1e-3 at 65 535). Only the last step — `sin`/`cos` of
-//! an angle in [0, π/4] — is done in `f32`.
+//! an angle in [0, π/4] — is done in `f32`; for Q15 tables it is integer too
+//! ([`cos_sin_turns_q15`]), so that a core without an FPU runs no float operation at all.
 
 #![forbid(unsafe_code)]
 

@@ -40,8 +40,8 @@ use libfuzzer_sys::fuzz_target;
 use rope2d::preset::{HfRope, HfScaling};
 use rope2d::{
     AnglePrecision, Backend, Coords, Direct, Direction, Error, FixedTable, FreqIndex, Freqs, Grid,
-    Interleaved, Layout, LearnedFreqs, PerPair, Piece, Plan, Rope, Run, Section, Sections, Shape,
-    Source, Spec, Summed, Table,
+    Interleaved, Layout, LearnedFreqs, PerPair, Piece, Plan, Q15Table, Rope, Run, Section,
+    Sections, Shape, Source, Spec, Summed, Table,
 };
 
 type Outcome<T> = core::result::Result<T, Error>;
@@ -841,6 +841,7 @@ fn table_case<const A: usize, P: Plan<A>>(
             }
         }
     }
+    q15_case(u, spec, facts, extents, &table)?;
     // The same spec without a table, where it can go without one.
     let direct = if spec.coords.iter().all(|c| *c == Coords::Index) {
         let mut e = spec_e.clone();
@@ -890,6 +891,78 @@ fn table_case<const A: usize, P: Plan<A>>(
         });
     }
     calls(u, &table, &rot, &twins, None)
+}
+
+/// The Q15 table of a spec whose `f32` table built: refused (storage untouched) unless
+/// `mscale` is 1; else every entry within 1 LSB of the `f32` entry, and one head of random
+/// `i16` values at a random position within the stated bound of its `f32` rotation —
+/// `0.5 + ε·(|a| + |b|)/2¹⁵` LSB, ε = 1 (2.5 for RoPE-Mixed's summed entries) — or refused
+/// with the same error as the `f32` table.
+fn q15_case<const A: usize, P: Plan<A>>(
+    u: &mut Unstructured<'_>,
+    spec: &Spec<'_, A, P>,
+    facts: &PlanFacts<A>,
+    extents: [usize; A],
+    table: &Table<'_, A, P>,
+) -> Result<()> {
+    let len = Table::storage_len(spec, extents).expect("the f32 table built");
+    let mut storage = vec![[0x5A5Ai16; 2]; len];
+    let built = Q15Table::build(&mut storage, spec, extents);
+    if spec.mscale.to_bits() != 1f32.to_bits() {
+        assert_eq!(built.err(), Some(Error::FixedPoint), "Q15Table::build, mscale");
+        assert!(storage.iter().flatten().all(|&v| v == 0x5A5A), "Q15 storage written");
+        return Ok(());
+    }
+    let q15 = built.expect("Q15Table::build where Table::build succeeds");
+    for (axis, &n) in extents.iter().enumerate() {
+        for index in (0..n).take(64) {
+            let (Some(f), Some(q)) = (table.entries(axis, index), q15.entries(axis, index)) else {
+                panic!("Q15 entries missing at axis {axis} index {index}");
+            };
+            assert_eq!(f.len(), q.len());
+            for (f, q) in f.iter().flatten().zip(q.iter().flatten()) {
+                let error = (f64::from(*q) - f64::from(*f) * 32_768.0).abs();
+                assert!(error <= 1.01, "Q15 entry {q} vs {f} of {spec:?}");
+            }
+        }
+    }
+    let position: [u32; A] = core::array::from_fn(|a| {
+        u.int_in_range(0..=extents[a] as u32 - 1).unwrap_or(0)
+    });
+    let d = spec.head_dim;
+    if d > MAX_BUFFER {
+        return Ok(());
+    }
+    let mut x = vec![0i16; d];
+    for v in &mut x {
+        *v = u.arbitrary()?;
+    }
+    let mut f: Vec<f32> = x.iter().map(|&v| f32::from(v)).collect();
+    let mut y = x.clone();
+    let dir = direction(u)?;
+    let (got, want) = (q15.rotate_head(&mut y, position, dir), table.rotate_head(&mut f, position, dir));
+    assert_eq!(got, want, "Q15 and f32 rotate_head of {spec:?}");
+    if got.is_err() {
+        assert_eq!(x, y, "a refused Q15 rotate_head wrote");
+        return Ok(());
+    }
+    let epsilon = if facts.heads.is_some() { 2.5 } else { 1.0 };
+    let pairs = spec.pairs();
+    for k in 0..pairs {
+        let (i, j) = match spec.layout {
+            Layout::Interleaved => (2 * k, 2 * k + 1),
+            Layout::Half => (k, k + pairs),
+        };
+        let size = f64::from(x[i]).abs() + f64::from(x[j]).abs();
+        let bound = 0.5 + epsilon * size / 32_768.0 + 0.02;
+        for idx in [i, j] {
+            let exact = f64::from(f[idx]).clamp(-32_768.0, 32_767.0);
+            let error = (f64::from(y[idx]) - exact).abs();
+            assert!(error <= bound, "Q15 value {} vs {exact} of {spec:?}", y[idx]);
+        }
+    }
+    assert_eq!(&y[2 * pairs..], &x[2 * pairs..], "Q15 unrotated values");
+    Ok(())
 }
 
 /// A `FixedTable` on `backend` (where available).

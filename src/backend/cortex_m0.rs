@@ -5,9 +5,11 @@
 //!
 //! Per pair: one word load of `(a, b)` and one of `(c, s)` (`ldm` with writeback), four
 //! `muls`, the rounding as an arithmetic shift whose carry (bit 14) is added back with
-//! `adcs`, saturation by sign-extend-and-compare with the rare out-of-range case out of line,
-//! two halfword stores. Word loads need 4-byte alignment (Cortex-M0 faults on unaligned
-//! ones): other buffers, and the half layout, take the plain-Rust loop.
+//! `adcs`, saturation by sign-extend-and-compare (the rare out-of-range fix behind a taken
+//! branch), two halfword stores; two pairs per loop step, heads looped inside, a grid line's
+//! tokens one call each ([`rotate_line`]). Word loads need 4-byte alignment (Cortex-M0
+//! faults on unaligned ones): other buffers, odd sections and the half layout take the
+//! plain-Rust loop.
 
 use core::arch::asm;
 

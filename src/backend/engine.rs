@@ -45,8 +45,8 @@ pub(crate) trait AngleSource<T = [f32; 2]>: Copy {
 /// inherits its caller's `#[target_feature]`s; out of line on bare-metal targets, where one
 /// copy per kernel instead of one per call site keeps flash small (the call costs a few
 /// instructions per token and section, against tens of pairs rotated) — unless the kernel
-/// asks to be inlined ([`Kernel::INLINE`]: the Cortex-M0 Q15 loop, whose per-call cost is a
-/// tenth of its pairs').
+/// asks to be inlined ([`Kernel::INLINE`]: the Cortex-M0 and M4 Q15 loops, a few
+/// instructions per pair, whose call would cost a tenth of their work).
 #[inline(always)]
 pub(super) fn rotate_pairs<K: Kernel>(
     x: &mut [K::Value],
