@@ -909,8 +909,15 @@ fn q15_case<const A: usize, P: Plan<A>>(
     let mut storage = vec![[0x5A5Ai16; 2]; len];
     let built = Q15Table::build(&mut storage, spec, extents);
     if spec.mscale.to_bits() != 1f32.to_bits() {
-        assert_eq!(built.err(), Some(Error::FixedPoint), "Q15Table::build, mscale");
-        assert!(storage.iter().flatten().all(|&v| v == 0x5A5A), "Q15 storage written");
+        assert_eq!(
+            built.err(),
+            Some(Error::FixedPoint),
+            "Q15Table::build, mscale"
+        );
+        assert!(
+            storage.iter().flatten().all(|&v| v == 0x5A5A),
+            "Q15 storage written"
+        );
         return Ok(());
     }
     let q15 = built.expect("Q15Table::build where Table::build succeeds");
@@ -926,9 +933,8 @@ fn q15_case<const A: usize, P: Plan<A>>(
             }
         }
     }
-    let position: [u32; A] = core::array::from_fn(|a| {
-        u.int_in_range(0..=extents[a] as u32 - 1).unwrap_or(0)
-    });
+    let position: [u32; A] =
+        core::array::from_fn(|a| u.int_in_range(0..=extents[a] as u32 - 1).unwrap_or(0));
     let d = spec.head_dim;
     if d > MAX_BUFFER {
         return Ok(());
@@ -940,7 +946,10 @@ fn q15_case<const A: usize, P: Plan<A>>(
     let mut f: Vec<f32> = x.iter().map(|&v| f32::from(v)).collect();
     let mut y = x.clone();
     let dir = direction(u)?;
-    let (got, want) = (q15.rotate_head(&mut y, position, dir), table.rotate_head(&mut f, position, dir));
+    let (got, want) = (
+        q15.rotate_head(&mut y, position, dir),
+        table.rotate_head(&mut f, position, dir),
+    );
     assert_eq!(got, want, "Q15 and f32 rotate_head of {spec:?}");
     if got.is_err() {
         assert_eq!(x, y, "a refused Q15 rotate_head wrote");
@@ -958,7 +967,11 @@ fn q15_case<const A: usize, P: Plan<A>>(
         for idx in [i, j] {
             let exact = f64::from(f[idx]).clamp(-32_768.0, 32_767.0);
             let error = (f64::from(y[idx]) - exact).abs();
-            assert!(error <= bound, "Q15 value {} vs {exact} of {spec:?}", y[idx]);
+            assert!(
+                error <= bound,
+                "Q15 value {} vs {exact} of {spec:?}",
+                y[idx]
+            );
         }
     }
     assert_eq!(&y[2 * pairs..], &x[2 * pairs..], "Q15 unrotated values");
