@@ -1,7 +1,8 @@
 //! The element types a buffer can hold: `f32`, `f16` and `bf16` (the `half` crate's), and
-//! quantised `i16` and `i8`. Every rotation runs in `f32`; another type is converted on load
-//! and rounded on store ([`Element`]), block by block through a stack buffer
-//! (`rope.rs`, `staged`), so the kernels exist once.
+//! quantised `i16` and `i8`. A rotation by an `f32` table runs in `f32`: another type is
+//! converted on load and rounded on store ([`Element`]), block by block through a stack buffer
+//! (`rope.rs`, `staged`), so the kernels exist once. A [`Q15Table`](crate::Q15Table) rotates
+//! `i16` and `i8` in place in fixed point instead (`backend/scalar.rs`, `Q15`).
 
 #![forbid(unsafe_code)]
 
@@ -12,7 +13,8 @@ use crate::error::Error;
 /// An element type rope2d rotates in place: `f32`, [`half::f16`], [`half::bf16`] (floats:
 /// converted exactly to `f32`, rotated, each output rounded to nearest-even — the correctly
 /// rounded value of the `f32` result), or `i16` / `i8` (symmetric quantisation: see
-/// [`Scales`]; outputs rounded to nearest-even and saturated).
+/// [`Scales`]; outputs rounded to nearest-even and saturated — or, by a
+/// [`Q15Table`](crate::Q15Table), rotated in fixed point at their own scale).
 ///
 /// Sealed: the crate implements it for exactly these five types.
 pub trait Element: sealed::ElementImpl {}
