@@ -13,7 +13,7 @@
 
 use core::arch::asm;
 
-use super::{Pairing, Tokens, WordSections};
+use super::{Pairing, WordSections};
 use crate::config::Direction;
 
 /// The inner loop over a head's section, forward or inverse (the two combinations of the
@@ -162,9 +162,12 @@ unsafe fn heads(
     }
 }
 
+/// Pairs per loop step: sections must be a multiple.
+const STEP: usize = 2;
+
 /// Rotates pairs `first_pair .. first_pair + angles.len()` of every head of `x` by the Q15
-/// `angles` when [`WordSections`] allows and the section is a whole number of pair pairs; `false`, touching
-/// nothing, otherwise.
+/// `angles` when [`WordSections`] allows (an even number of pairs (two per step)); `false`, touching nothing,
+/// otherwise.
 #[inline(always)]
 pub(super) fn rotate_pairs(
     x: &mut [i16],
@@ -174,14 +177,13 @@ pub(super) fn rotate_pairs(
     angles: &[[i16; 2]],
     dir: Direction,
 ) -> bool {
-    match WordSections::of(x, head_dim, pairing, first_pair, angles) {
+    match WordSections::of(x, head_dim, pairing, first_pair, angles, STEP) {
         WordSections::Unsupported => false,
         WordSections::Empty => true,
-        WordSections::Words { n, .. } if n & 1 != 0 => false,
         WordSections::Words { first, last, n } => {
             // SAFETY: `WordSections` checked the layout, the alignment of `x`, `angles` and
             // `head_dim`, and that each whole head's section of `n ≤ angles.len()` pairs lies
-            // inside it, from `first` to `last`; `n` is a nonzero multiple of 2.
+            // inside it, from `first` to `last`; `n` is a nonzero multiple of `STEP`.
             unsafe { heads(first, last, angles.as_ptr(), n, head_dim, dir) };
             true
         }
@@ -190,8 +192,7 @@ pub(super) fn rotate_pairs(
 
 /// [`Kernel::rotate_line_pairs`](super::Kernel::rotate_line_pairs): each token of `line`
 /// rotated as [`rotate_pairs`] rotates a token, its entries `width` apart in `table`; `false`,
-/// touching nothing, when the first token's sections are not a case of that loop or the
-/// table does not hold every token's entries.
+/// touching nothing, when [`WordSections::line`] declines.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(super) fn rotate_line(
@@ -199,39 +200,23 @@ pub(super) fn rotate_line(
     token_len: usize,
     head_dim: usize,
     pairing: Pairing,
-    (first_pair, len): (usize, usize),
+    section: (usize, usize),
     table: &[[i16; 2]],
     width: usize,
     dir: Direction,
 ) -> bool {
-    let (Some(row), Some(token)) = (table.get(..len), line.get_mut(..token_len)) else {
+    let sections = WordSections::line(
+        line, token_len, head_dim, pairing, section, table, width, STEP,
+    );
+    let Some(tokens) = sections else {
         return false;
     };
-    let n = match WordSections::of(token, head_dim, pairing, first_pair, row) {
-        WordSections::Unsupported => return false,
-        WordSections::Empty => return true,
-        WordSections::Words { n, .. } => n,
-    };
-    // Every token word-aligned, every token's entries in the table (one division per line).
-    let tokens = line.len() / token_len;
-    let needed = (tokens - 1)
-        .checked_mul(width)
-        .and_then(|e| e.checked_add(n));
-    if n & 1 != 0 || token_len & 1 != 0 || needed.is_none_or(|e| e > table.len()) {
-        return false;
-    }
-    let mut row = 0;
-    for token in Tokens::new(line, token_len) {
-        let Some(entries) = table.get(row..row + n) else {
-            break;
-        };
-        let first = token.as_mut_ptr().wrapping_add(2 * first_pair);
-        let last = first.wrapping_add(token_len - head_dim);
-        // SAFETY: as in `rotate_pairs` for this token (the first token's checks hold for
-        // every token: same shape, word-aligned as `token_len` is even, the entries' rows
-        // word-aligned as the table is); its last head's section starts at `last`.
-        unsafe { heads(first, last, entries.as_ptr(), n, head_dim, dir) };
-        row += width;
+    let n = tokens.n;
+    for (first, last, entries) in tokens {
+        // SAFETY: `WordSections::line` checked, for every token, what `rotate_pairs`'
+        // `WordSections::of` checks (the same shape; word-aligned tokens and entry rows) and
+        // that its `n` entries are in the table; `last` is its last head's section.
+        unsafe { heads(first, last, entries, n, head_dim, dir) };
     }
     true
 }

@@ -296,11 +296,12 @@ pub(crate) fn drive<K: Kernel, A: AngleSource<K::Entry>>(job: Job<'_, A, K::Valu
 mod cortex_m;
 
 /// What the hand-written Q15 loops (`cortex_m0.rs`, `armv7em.rs`) rotate: interleaved pairs
-/// `first_pair .. first_pair + n` of every whole head, as 4-byte aligned sections.
+/// `first_pair .. first_pair + n` of every whole head, as 4-byte aligned sections of a
+/// multiple of the loop's step (`step`, a power of two) pairs.
 #[cfg_attr(not(any(rope2d_armv6m, rope2d_armv7em)), allow(dead_code))]
 pub(crate) enum WordSections {
     /// Not a case the loops take (the half layout, a buffer or table not word-aligned, an
-    /// odd `head_dim`): the plain-Rust loop runs.
+    /// odd `head_dim`, a section not a multiple of the step): the plain-Rust loop runs.
     Unsupported,
     /// Nothing to rotate.
     Empty,
@@ -313,10 +314,10 @@ pub(crate) enum WordSections {
     },
 }
 
+#[cfg_attr(not(any(rope2d_armv6m, rope2d_armv7em)), allow(dead_code))]
 impl WordSections {
     /// The sections of `x` that `angles` rotate from pair `first_pair` (checked: each lies
     /// inside its head, `2 · (first_pair + n) ≤ head_dim`).
-    #[cfg_attr(not(any(rope2d_armv6m, rope2d_armv7em)), allow(dead_code))]
     #[inline(always)]
     pub(crate) fn of(
         x: &mut [i16],
@@ -324,6 +325,7 @@ impl WordSections {
         pairing: Pairing,
         first_pair: usize,
         angles: &[[i16; 2]],
+        step: usize,
     ) -> Self {
         let rotary = pairing.pairs.min(head_dim / 2);
         let n = angles.len().min(rotary.saturating_sub(first_pair));
@@ -334,6 +336,9 @@ impl WordSections {
         if n == 0 || x.len() < head_dim {
             return Self::Empty;
         }
+        if n & (step - 1) != 0 {
+            return Self::Unsupported;
+        }
         Self::Words {
             first: x.as_mut_ptr().wrapping_add(2 * first_pair),
             last: x
@@ -341,6 +346,78 @@ impl WordSections {
                 .wrapping_add(x.len() - head_dim + 2 * first_pair),
             n,
         }
+    }
+
+    /// [`Kernel::rotate_line_pairs`]'s sections: those of each token of `line` (`token_len`
+    /// values each) for its section `(first_pair, len)`, with its entries `width` apart in
+    /// `table`. `None` when the first token's sections are [`Unsupported`](Self::Unsupported),
+    /// a token is not word-aligned (odd `token_len`) or the table does not hold every token's
+    /// entries; no tokens when there is nothing to rotate. The first token's checks hold for
+    /// every token: the same shape, and word-aligned entry rows as the table is.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(crate) fn line<'x>(
+        line: &'x mut [i16],
+        token_len: usize,
+        head_dim: usize,
+        pairing: Pairing,
+        (first_pair, len): (usize, usize),
+        table: &'x [[i16; 2]],
+        width: usize,
+        step: usize,
+    ) -> Option<LineWords<'x>> {
+        let (row, token) = (table.get(..len)?, line.get_mut(..token_len)?);
+        let n = match Self::of(token, head_dim, pairing, first_pair, row, step) {
+            Self::Unsupported => return None,
+            Self::Empty => 0,
+            Self::Words { n, .. } => n,
+        };
+        // One division per line.
+        let tokens = if n == 0 { 0 } else { line.len() / token_len };
+        let needed = tokens
+            .saturating_sub(1)
+            .checked_mul(width)
+            .and_then(|e| e.checked_add(n));
+        if token_len & 1 != 0 || needed.is_none_or(|e| e > table.len()) {
+            return None;
+        }
+        Some(LineWords {
+            tokens: Tokens::new(line.get_mut(..tokens * token_len)?, token_len),
+            table,
+            row: 0,
+            width,
+            first_pair,
+            skip: token_len - head_dim,
+            n,
+        })
+    }
+}
+
+/// The sections of a grid line's tokens ([`WordSections::line`]), token by token: the first
+/// and last head's section and the token's `n` entries.
+#[cfg_attr(not(any(rope2d_armv6m, rope2d_armv7em)), allow(dead_code))]
+pub(crate) struct LineWords<'x> {
+    tokens: Tokens<'x, i16>,
+    table: &'x [[i16; 2]],
+    row: usize,
+    width: usize,
+    first_pair: usize,
+    /// From a token's first head to its last.
+    skip: usize,
+    /// Pairs per section.
+    pub n: usize,
+}
+
+impl Iterator for LineWords<'_> {
+    type Item = (*mut i16, *mut i16, *const [i16; 2]);
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Self::Item> {
+        let token = self.tokens.next()?;
+        let entries = self.table.get(self.row..self.row + self.n)?;
+        self.row += self.width;
+        let first = token.as_mut_ptr().wrapping_add(2 * self.first_pair);
+        Some((first, first.wrapping_add(self.skip), entries.as_ptr()))
     }
 }
 

@@ -172,9 +172,15 @@ pub(crate) trait Fixed: Copy {
     }
 }
 
+#[cfg(rope2d_armv7em)]
+use super::armv7em as q15_loop;
+/// The hand-written Q15 loop of this core: `cortex_m0.rs` on ARMv6-M, `armv7em.rs` (the DSP
+/// extension) on ARMv7E-M.
+#[cfg(rope2d_armv6m)]
+use super::cortex_m0 as q15_loop;
+
 impl Fixed for i16 {
-    /// ARMv7E-M: `armv7em.rs` (the DSP extension).
-    #[cfg(rope2d_armv7em)]
+    #[cfg(any(rope2d_armv6m, rope2d_armv7em))]
     #[inline(always)]
     fn rotate_line_native(
         line: &mut [i16],
@@ -186,12 +192,12 @@ impl Fixed for i16 {
         width: usize,
         dir: Direction,
     ) -> bool {
-        super::armv7em::rotate_line(
+        q15_loop::rotate_line(
             line, token_len, head_dim, pairing, section, table, width, dir,
         )
     }
 
-    #[cfg(rope2d_armv7em)]
+    #[cfg(any(rope2d_armv6m, rope2d_armv7em))]
     #[inline(always)]
     fn rotate_pairs_native(
         x: &mut [i16],
@@ -201,38 +207,7 @@ impl Fixed for i16 {
         angles: &[[i16; 2]],
         dir: Direction,
     ) -> bool {
-        super::armv7em::rotate_pairs(x, head_dim, pairing, first_pair, angles, dir)
-    }
-
-    /// ARMv6-M: `cortex_m0.rs`.
-    #[cfg(rope2d_armv6m)]
-    #[inline(always)]
-    fn rotate_line_native(
-        line: &mut [i16],
-        token_len: usize,
-        head_dim: usize,
-        pairing: Pairing,
-        section: (usize, usize),
-        table: &[[i16; 2]],
-        width: usize,
-        dir: Direction,
-    ) -> bool {
-        super::cortex_m0::rotate_line(
-            line, token_len, head_dim, pairing, section, table, width, dir,
-        )
-    }
-
-    #[cfg(rope2d_armv6m)]
-    #[inline(always)]
-    fn rotate_pairs_native(
-        x: &mut [i16],
-        head_dim: usize,
-        pairing: Pairing,
-        first_pair: usize,
-        angles: &[[i16; 2]],
-        dir: Direction,
-    ) -> bool {
-        super::cortex_m0::rotate_pairs(x, head_dim, pairing, first_pair, angles, dir)
+        q15_loop::rotate_pairs(x, head_dim, pairing, first_pair, angles, dir)
     }
 
     #[inline(always)]
