@@ -1,8 +1,11 @@
 //! The element types a buffer can hold: `f32`, `f16` and `bf16` (the `half` crate's), and
 //! quantised `i16` and `i8`. A rotation by an `f32` table runs in `f32`: another type is
-//! converted on load and rounded on store ([`Element`]), block by block through a stack buffer
-//! (`rope.rs`, `staged`), so the kernels exist once. A [`Q15Table`](crate::Q15Table) rotates
-//! `i16` and `i8` in place in fixed point instead (`backend/scalar.rs`, `Q15`).
+//! converted as the kernels load it and rounded as they store it ([`Element`]; the SIMD
+//! backends' `Stored` vectors in `backend/simd.rs`, the scalar one pair by pair), so the
+//! kernels exist once. Only a requantising call (integer scales whose ratio is not 1) goes
+//! block by block through a stack buffer (`rope.rs`, `staged`). A
+//! [`Q15Table`](crate::Q15Table) rotates `i16` and `i8` in place in fixed point instead
+//! (`backend/scalar.rs`, `Q15`).
 
 #![forbid(unsafe_code)]
 
@@ -121,6 +124,11 @@ pub(crate) mod sealed {
         fn as_f32(_: &mut [Self]) -> Option<&mut [f32]> {
             None
         }
+        /// The buffer itself when it is `bf16` (which AVX-512 BF16 rounds with its own loop).
+        #[inline(always)]
+        fn as_bf16(_: &mut [Self]) -> Option<&mut [bf16]> {
+            None
+        }
         /// The buffer itself when it is `i16` or `i8` (what a Q15 table rotates).
         #[inline(always)]
         fn as_fixed(_: &mut [Self]) -> Option<FixedSlice<'_>> {
@@ -155,11 +163,12 @@ pub(crate) mod sealed {
         I8(&'x mut [i8]),
     }
 
-    /// The staged types: a format, whether it is quantised, the two scalar conversions, and
-    /// (integers) the [`FixedSlice`] variant.
-    macro_rules! staged {
+    /// The converted types: a format, whether it is quantised, the two scalar conversions,
+    /// (integers) the [`FixedSlice`] variant, and (`bf16`) the method that returns the
+    /// buffer as itself.
+    macro_rules! converted {
         ($($t:ty: $format:ident, integer $integer:literal, $to:expr, $from:expr
-            $(, fixed $fixed:ident)?;)*) => {$(
+            $(, fixed $fixed:ident)? $(, itself $itself:ident)?;)*) => {$(
             impl ElementImpl for $t {
                 const FORMAT: Format = Format::$format;
                 const INTEGER: bool = $integer;
@@ -167,6 +176,12 @@ pub(crate) mod sealed {
                 #[inline(always)]
                 fn as_fixed(x: &mut [Self]) -> Option<FixedSlice<'_>> {
                     Some(FixedSlice::$fixed(x))
+                }
+                )?
+                $(
+                #[inline(always)]
+                fn $itself(x: &mut [Self]) -> Option<&mut [Self]> {
+                    Some(x)
                 }
                 )?
                 #[inline(always)]
@@ -182,9 +197,9 @@ pub(crate) mod sealed {
     }
 
     // Integers: `as` saturates (and maps NaN to 0) after the rounding.
-    staged! {
+    converted! {
         f16: F16, integer false, f16::to_f32, f16::from_f32;
-        bf16: Bf16, integer false, bf16::to_f32, bf16::from_f32;
+        bf16: Bf16, integer false, bf16::to_f32, bf16::from_f32, itself as_bf16;
         i16: I16, integer true, f32::from, |v| round_ties_even(v) as i16, fixed I16;
         i8: I8, integer true, f32::from, |v| round_ties_even(v) as i8, fixed I8;
     }

@@ -149,6 +149,12 @@ mod sealed {
         fn ratio<E: Element>(scales: Scales) -> Result<f32, Error> {
             scales.ratio::<E>()
         }
+        /// Whether a buffer of `E` at scale ratio `ratio` is rotated through the staging
+        /// buffer (its size then limits a RoPE-Mixed token).
+        #[inline(always)]
+        fn stages<E: Element>(backend: Backend, ratio: f32) -> bool {
+            !backend.fuses::<E>(ratio)
+        }
         /// Rotates a checked buffer (`ratio` from [`ratio`](Self::ratio)).
         fn rotate<E: Element, Po: Positions<A>>(
             rope: &Rope<A, Self>,
@@ -163,11 +169,16 @@ mod sealed {
     /// The sources of `[f32; 2]` angles, which rotate every element type in `f32`.
     pub trait FloatSource<const A: usize>: SourceImpl<A> {
         /// Runs a validated job.
-        fn run<Po: Positions<A>>(&self, backend: Backend, job: Job<'_, ()>, positions: Po);
+        fn run<E: Element, Po: Positions<A>>(
+            &self,
+            backend: Backend,
+            job: Job<'_, (), E>,
+            positions: Po,
+        );
     }
 }
 
-/// [`sealed::SourceImpl::rotate`] of the `[f32; 2]` sources: staged when not `f32`.
+/// [`sealed::SourceImpl::rotate`] of the `[f32; 2]` sources: in place, or staged when requantising.
 macro_rules! rotate_in_f32 {
     () => {
         #[inline(always)]
@@ -198,7 +209,12 @@ impl<const A: usize, P: Plan<A>> sealed::SourceImpl<A> for TableAngles<'_, A, P>
 
 impl<const A: usize, P: Plan<A>> sealed::FloatSource<A> for TableAngles<'_, A, P> {
     #[inline(never)]
-    fn run<Po: Positions<A>>(&self, backend: Backend, job: Job<'_, ()>, positions: Po) {
+    fn run<E: Element, Po: Positions<A>>(
+        &self,
+        backend: Backend,
+        job: Job<'_, (), E>,
+        positions: Po,
+    ) {
         backend.run(job.with(Tables {
             tables: self.tables,
             widths: self.widths,
@@ -229,6 +245,12 @@ impl<const A: usize, P: Plan<A>> sealed::SourceImpl<A> for TableAngles<'_, A, P,
         } else {
             Err(Error::FixedPoint)
         }
+    }
+
+    /// Never: a Q15 table rotates `i16` and `i8` in place.
+    #[inline(always)]
+    fn stages<E: Element>(_: Backend, _: f32) -> bool {
+        false
     }
 
     #[inline(never)]
@@ -279,7 +301,12 @@ impl<const A: usize, P: Plan<A>> sealed::SourceImpl<A> for DirectAngles<'_, A, P
 
 impl<const A: usize, P: Plan<A>> sealed::FloatSource<A> for DirectAngles<'_, A, P> {
     #[inline(never)]
-    fn run<Po: Positions<A>>(&self, backend: Backend, job: Job<'_, ()>, positions: Po) {
+    fn run<E: Element, Po: Positions<A>>(
+        &self,
+        backend: Backend,
+        job: Job<'_, (), E>,
+        positions: Po,
+    ) {
         backend.run(job.with(Computed {
             plan: self.plan,
             freqs: self.freqs,
@@ -370,14 +397,16 @@ impl<const A: usize, S: Source<A>> Rope<A, S> {
             });
         }
         let tokens = apply::split_tokens(len, shape, self.head_dim, count)?;
-        // Staging splits a token between heads when it does not fit; RoPE-Mixed's heads
-        // differ and cannot be split.
+        // Staging (requantised integers, or a backend that does not convert `E` itself)
+        // splits a token between heads when it does not fit; RoPE-Mixed's heads differ and
+        // cannot be split. (Invalid scales are reported after the positions' errors.)
         let stageable = if fixed_heads.is_some() {
             tokens.token_len <= STAGE
         } else {
             self.head_dim <= STAGE
         };
-        if E::FORMAT != Format::F32 && !stageable {
+        let staged = S::ratio::<E>(shape.scales).is_ok_and(|r| S::stages::<E>(self.backend, r));
+        if staged && !stageable {
             return Err(Error::ShapeOverflow);
         }
         Ok(tokens)
@@ -398,15 +427,17 @@ impl<const A: usize, S: Source<A>> Rope<A, S> {
 
     /// Rotates a `[tokens][heads][head_dim]` buffer whose tokens after `shape.prefix` are at
     /// `positions` ([`Grid`](crate::Grid), [`Run`](crate::Run), a `&[[u32; A]]` list or
-    /// `&[Piece<A>]`). The buffer holds any [`Element`] type: `f32` is rotated in place, the
-    /// others are converted to `f32` block by block and each output rounded back.
+    /// `&[Piece<A>]`). The buffer holds any [`Element`] type, rotated in place: the kernels
+    /// convert each value to `f32` as they load it and round it back as they store it (a
+    /// requantising integer call, scales whose ratio is not 1, goes block by block through a
+    /// stack buffer).
     ///
     /// Errors: [`Error::ZeroHeads`], [`Error::BufferLength`], [`Error::TokenCount`] (the
     /// buffer must hold `prefix` plus as many tokens as the positions describe; a bare
     /// [`Run`](crate::Run) takes all of them), [`Error::PositionOutOfRange`] (a coordinate
     /// past a table's extent, or past `u32::MAX`), [`Error::HeadCount`] (RoPE-Mixed),
-    /// [`Error::InvalidScales`], [`Error::ShapeOverflow`] (also: a non-`f32` RoPE-Mixed token
-    /// of more than 4 096 values, 512 on bare metal — the staging buffer).
+    /// [`Error::InvalidScales`], [`Error::ShapeOverflow`] (also: a requantised RoPE-Mixed
+    /// token of more than 4 096 values, 512 on bare metal — the staging buffer).
     pub fn rotate<E: Element, Po: Positions<A>>(
         &self,
         x: &mut [E],
@@ -473,7 +504,8 @@ impl<const A: usize, S: Source<A>> Rope<A, S> {
 
 /// The rotations of the `[f32; 2]` sources, which take every element type in `f32`.
 impl<const A: usize, S: Source<A> + sealed::FloatSource<A>> Rope<A, S> {
-    /// Rotates a checked buffer: an `f32` one directly, any other type staged.
+    /// Rotates a checked buffer: in place (converting as the kernels load and store), or
+    /// staged when the backend does not take `E` at this ratio.
     fn run<E: Element, Po: Positions<A>>(
         &self,
         x: &mut [E],
@@ -499,7 +531,7 @@ impl<const A: usize, S: Source<A> + sealed::FloatSource<A>> Rope<A, S> {
         let mut next = 0;
         let mut list = [[0u32; A]; STAGE_TOKENS];
         let mut listed = usize::MAX;
-        let whole = |job: Job<'_, ()>| self.source.run(self.backend, job, positions);
+        let whole = |job: Job<'_, (), E>| self.source.run(self.backend, job, positions);
         let part = |job: Job<'_, ()>, first: usize, n: usize| {
             match order.sub(first, n) {
                 Some(Order::Grid(grid)) => return self.source.run(self.backend, job, grid),
@@ -523,9 +555,10 @@ impl<const A: usize, S: Source<A> + sealed::FloatSource<A>> Rope<A, S> {
         self.rotate_elements(x, tokens, ratio, dir, chunks, whole, part);
     }
 
-    /// Rotates a checked buffer of any element type: after the unrotated prefix, an `f32`
-    /// buffer goes to `whole` as one job; any other type is requantised (the prefix) and
-    /// staged, chunk by chunk, each chunk's tokens `first .. first + n` going to `part`.
+    /// Rotates a checked buffer of any element type: after the unrotated prefix, a buffer the
+    /// backend converts itself ([`Backend::fuses`]: `f32`, and every type at ratio 1) goes to
+    /// `whole` as one job; otherwise the prefix is requantised and the rest staged in `f32`,
+    /// chunk by chunk, each chunk's tokens `first .. first + n` going to `part`.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn rotate_elements<E: Element>(
@@ -535,13 +568,13 @@ impl<const A: usize, S: Source<A> + sealed::FloatSource<A>> Rope<A, S> {
         ratio: f32,
         dir: Direction,
         chunks: Chunks,
-        whole: impl FnOnce(Job<'_, ()>),
+        whole: impl FnOnce(Job<'_, (), E>),
         mut part: impl FnMut(Job<'_, ()>, usize, usize),
     ) {
         let (prefix, x) = x
             .split_at_mut_checked(tokens.prefix_len)
             .unwrap_or_default();
-        if let Some(x) = E::as_f32(x) {
+        if self.backend.fuses::<E>(ratio) {
             return whole(self.job(x, tokens.token_len, dir));
         }
         requantise(prefix, ratio, self.backend);
@@ -830,7 +863,7 @@ impl<'f, const A: usize, P: Plan<A>> Direct<'f, A, P> {
             align: 1,
             span: usize::MAX,
         };
-        let whole = |job: Job<'_, ()>| self.backend.run(job.with(computed(coords)));
+        let whole = |job: Job<'_, (), E>| self.backend.run(job.with(computed(coords)));
         let part = |job: Job<'_, ()>, first: usize, n: usize| {
             let here = coords.get(first..first + n).unwrap_or_default();
             self.backend.run(job.with(computed(here)));

@@ -19,15 +19,25 @@
 //! of overflow.
 
 use core::arch::x86_64::{
-    __m256, __m256i, _mm256_add_ps, _mm256_addsub_ps, _mm256_castpd_ps, _mm256_castps_pd,
-    _mm256_cmpgt_epi32, _mm256_fmadd_ps, _mm256_fmaddsub_ps, _mm256_fmsub_ps, _mm256_fmsubadd_ps,
-    _mm256_loadu_ps, _mm256_maskload_ps, _mm256_maskstore_ps, _mm256_movehdup_ps,
-    _mm256_moveldup_ps, _mm256_mul_ps, _mm256_permute_ps, _mm256_permute4x64_pd, _mm256_set_epi32,
-    _mm256_set1_epi32, _mm256_set1_ps, _mm256_setr_ps, _mm256_shuffle_ps, _mm256_storeu_ps,
+    __m256, __m256i, _CMP_ORD_Q, _MM_FROUND_TO_NEAREST_INT, _mm_loadl_epi64, _mm_loadu_si128,
+    _mm_packs_epi16, _mm_shuffle_epi32, _mm_storel_epi64, _mm_storeu_si128, _mm256_add_epi32,
+    _mm256_add_ps, _mm256_addsub_ps, _mm256_and_ps, _mm256_and_si256, _mm256_blendv_epi8,
+    _mm256_castpd_ps, _mm256_castps_pd, _mm256_castps_si256, _mm256_castsi256_ps,
+    _mm256_castsi256_si128, _mm256_cmp_ps, _mm256_cmpgt_epi32, _mm256_cvtepi8_epi32,
+    _mm256_cvtepi16_epi32, _mm256_cvtepi32_ps, _mm256_cvtepu16_epi32, _mm256_cvtph_ps,
+    _mm256_cvtps_epi32, _mm256_cvtps_ph, _mm256_extracti128_si256, _mm256_fmadd_ps,
+    _mm256_fmaddsub_ps, _mm256_fmsub_ps, _mm256_fmsubadd_ps, _mm256_loadu_ps, _mm256_maskload_ps,
+    _mm256_maskstore_ps, _mm256_max_ps, _mm256_min_ps, _mm256_movehdup_ps, _mm256_moveldup_ps,
+    _mm256_mul_ps, _mm256_or_si256, _mm256_packs_epi32, _mm256_packus_epi32, _mm256_permute_ps,
+    _mm256_permute4x64_epi64, _mm256_permute4x64_pd, _mm256_set_epi32, _mm256_set1_epi32,
+    _mm256_set1_ps, _mm256_setr_ps, _mm256_shuffle_ps, _mm256_slli_epi32, _mm256_srli_epi32,
+    _mm256_storeu_ps,
 };
 
-use super::simd::{Simd, Vector};
+use super::simd::{Simd, Stored, Vector};
+use super::x86::{AVX2_FMA, F16C, features};
 use super::{AngleSource, Job, drive};
+use crate::element::{Element, sealed::Format};
 
 /// An AVX2 vector. Only constructed inside [`run_avx2`], which runs only on CPUs with AVX2
 /// and FMA: every `unsafe` block below relies on that.
@@ -46,22 +56,93 @@ pub(crate) const FORM: &str =
     "256-bit FMA; each token's angles expanded once into a row, its heads rotated in address order";
 
 /// How element types are converted.
-pub(crate) use super::x86::conversions;
+pub(crate) fn conversions() -> &'static str {
+    if features() & F16C != 0 {
+        "f16 by F16C, bf16, i16 and i8 by AVX2, in the rotation loop, eight values at a time"
+    } else {
+        "f16 in scalar code (no F16C), bf16, i16 and i8 by AVX2, in the rotation loop, eight values at a time"
+    }
+}
 
-/// Element conversions: AVX2 (+ F16C) eight values at a time, bit-identical to the reference.
-pub(crate) use super::x86::{load, store};
+/// Whether this CPU converts `E` with vector instructions: AVX2, and F16C for `f16`.
+#[inline(always)]
+pub(super) fn converts<E: Element>() -> bool {
+    let f = features();
+    f & AVX2_FMA != 0 && (E::FORMAT != Format::F16 || f & F16C != 0)
+}
+
+/// Whether [`run`] takes buffers of `E` at this scale ratio, converting in the rotation loop
+/// (ratio 1; `f16` with F16C); otherwise the caller stages them in `f32`.
+#[inline(always)]
+pub(crate) fn fuses<E: Element>(ratio: f32) -> bool {
+    ratio == 1.0 && converts::<E>()
+}
+
+/// Whether the CPU has everything [`load_avx2`] and [`store_avx2`] are compiled for.
+#[inline(always)]
+fn stages_in_vectors() -> bool {
+    features() & (AVX2_FMA | F16C) == AVX2_FMA | F16C
+}
+
+/// `element::load`, eight values at a time, bit for bit (the staging of requantised integer
+/// buffers).
+pub(crate) fn load<E: Element>(src: &[E], dst: &mut [f32], ratio: f32) {
+    if stages_in_vectors() {
+        // SAFETY: AVX2, FMA and F16C, checked just above.
+        unsafe { load_avx2(src, dst, ratio) }
+    } else {
+        crate::element::load(src, dst, ratio);
+    }
+}
+
+/// `element::store`, eight values at a time, bit for bit.
+pub(crate) fn store<E: Element>(src: &[f32], dst: &mut [E]) {
+    if stages_in_vectors() {
+        // SAFETY: as in `load`.
+        unsafe { store_avx2(src, dst) }
+    } else {
+        crate::element::store(src, dst);
+    }
+}
+
+/// [`load`]'s loop, compiled with AVX2, FMA and F16C.
+///
+/// # Safety
+///
+/// The CPU must support AVX2, FMA and F16C.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn load_avx2<E: Element>(src: &[E], dst: &mut [f32], ratio: f32) {
+    // SAFETY: as the caller guarantees.
+    unsafe { super::simd::load_array::<V, E>(src, dst, ratio) }
+}
+
+/// [`store`]'s loop, compiled like [`load_avx2`].
+///
+/// # Safety
+///
+/// As for [`load_avx2`].
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn store_avx2<E: Element>(src: &[f32], dst: &mut [E]) {
+    // SAFETY: as the caller guarantees.
+    unsafe { super::simd::store_array::<V, E>(src, dst) }
+}
 
 // Inlined: the job goes straight to the `#[target_feature]` loop, not through one more
 // out-of-line copy (a few ns of a small call).
 #[inline(always)]
-pub(crate) fn run<A: AngleSource>(job: Job<'_, A>) {
-    if is_available() {
-        // SAFETY: the CPU supports AVX2 and FMA, checked just above.
-        unsafe { run_avx2(job) }
+pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
+    if !converts::<E>() {
+        // Unreachable through the public API (tables only accept available backends, and
+        // `fuses` sends `f16` without F16C to staging); kept so that this safe function is
+        // sound on any CPU.
+        return super::scalar::run(job);
+    }
+    if E::FORMAT == Format::F16 {
+        // SAFETY: the CPU supports AVX2, FMA and F16C (`converts`).
+        unsafe { run_avx2_f16c(job) }
     } else {
-        // Unreachable through the public API (tables only accept available backends); kept
-        // so that this safe function is sound on any CPU.
-        super::scalar::run(job);
+        // SAFETY: the CPU supports AVX2 and FMA (`converts`).
+        unsafe { run_avx2(job) }
     }
 }
 
@@ -71,8 +152,18 @@ pub(crate) fn run<A: AngleSource>(job: Job<'_, A>) {
 ///
 /// The CPU must support AVX2 and FMA.
 #[target_feature(enable = "avx2,fma")]
-unsafe fn run_avx2<A: AngleSource>(job: Job<'_, A>) {
-    drive::<Simd<V>, A>(job);
+unsafe fn run_avx2<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
+    drive::<Simd<V, E>, A>(job);
+}
+
+/// [`run_avx2`] with F16C, for `f16` buffers.
+///
+/// # Safety
+///
+/// The CPU must support AVX2, FMA and F16C.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn run_avx2_f16c<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
+    drive::<Simd<V, E>, A>(job);
 }
 
 /// The kernels' loop bodies between `llvm-mca` markers, for `.ci/mca.sh` (only with
@@ -204,5 +295,105 @@ unsafe impl Vector for V {
     unsafe fn fmsubadd(self, b: Self, c: Self) -> Self {
         // SAFETY: FMA.
         V(unsafe { _mm256_fmsubadd_ps(self.0, b.0, c.0) })
+    }
+}
+
+// --- element conversions ------------------------------------------------------------------
+//
+// Bit for bit those of `element` (f16: F16C rounds to nearest-even like `half`; bf16: the
+// same integer rounding as `half`; integers: the same clamp and nearest-even rounding, NaN to
+// 0). Each is a function, not a closure, so that its intrinsics inline into the
+// `#[target_feature]` loops.
+
+// SAFETY: `f32` lanes load and store themselves; `f16` uses F16C, which `run` and `load` /
+// `store` only use on CPUs that have it (`converts`); the rest is AVX2. A buffer of `E` has
+// the layout of the integer type each arm reads (`f16`, `bf16`: `repr(transparent)` over
+// `u16`), and the trait's contract makes `LANES` values readable or writable at `p`.
+unsafe impl<E: Element> Stored<E> for V {
+    // Out of line in unoptimised builds: every inlined copy of every arm would take its
+    // own stack slots there (no slot reuse), megabytes for the whole driver loop.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    unsafe fn load_values(p: *const E) -> Self {
+        // SAFETY: as stated on the impl.
+        unsafe {
+            V(match E::FORMAT {
+                Format::F32 => _mm256_loadu_ps(p.cast()),
+                Format::F16 => _mm256_cvtph_ps(_mm_loadu_si128(p.cast())),
+                Format::Bf16 => {
+                    let h = _mm256_cvtepu16_epi32(_mm_loadu_si128(p.cast()));
+                    _mm256_castsi256_ps(_mm256_slli_epi32::<16>(h))
+                }
+                Format::I16 => _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm_loadu_si128(p.cast()))),
+                Format::I8 => _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(p.cast()))),
+            })
+        }
+    }
+
+    // Out of line in unoptimised builds: every inlined copy of every arm would take its
+    // own stack slots there (no slot reuse), megabytes for the whole driver loop.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    unsafe fn store_values(self, p: *mut E) {
+        let v = self.0;
+        // SAFETY: as stated on the impl.
+        unsafe {
+            match E::FORMAT {
+                Format::F32 => _mm256_storeu_ps(p.cast(), v),
+                Format::F16 => {
+                    _mm_storeu_si128(p.cast(), _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v))
+                }
+                Format::Bf16 => _mm_storeu_si128(p.cast(), bf16_bits(v)),
+                Format::I16 => {
+                    let w = round_clamped(v, -32768.0, 32767.0);
+                    let packed = _mm256_permute4x64_epi64::<0b1000>(_mm256_packs_epi32(w, w));
+                    _mm_storeu_si128(p.cast(), _mm256_castsi256_si128(packed));
+                }
+                Format::I8 => {
+                    let w = round_clamped(v, -128.0, 127.0);
+                    let words = _mm256_packs_epi32(w, w);
+                    let (lo, hi) = (
+                        _mm256_castsi256_si128(words),
+                        _mm256_extracti128_si256::<1>(words),
+                    );
+                    // lo = [v0..v3, v0..v3], hi = [v4..v7, v4..v7] as i16: bytes v0..v3 v4..v7.
+                    let bytes = _mm_packs_epi16(lo, hi);
+                    _mm_storel_epi64(p.cast(), _mm_shuffle_epi32::<0b1000>(bytes));
+                }
+            }
+        }
+    }
+}
+
+/// Eight floats rounded to bf16 as `half` rounds them (nearest-even on the top 16 bits; a
+/// NaN keeps its top bits and becomes quiet), packed into 8 × 16 bits in order.
+#[inline(always)]
+fn bf16_bits(v: __m256) -> core::arch::x86_64::__m128i {
+    // SAFETY: AVX2 (see `V`).
+    unsafe {
+        let x = _mm256_castps_si256(v);
+        let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(x), _mm256_set1_epi32(1));
+        let bias = _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), lsb);
+        let rounded = _mm256_srli_epi32::<16>(_mm256_add_epi32(x, bias));
+        let magnitude = _mm256_and_si256(x, _mm256_set1_epi32(0x7FFF_FFFF));
+        let nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7F80_0000));
+        let quieted = _mm256_or_si256(_mm256_srli_epi32::<16>(x), _mm256_set1_epi32(0x0040));
+        let b = _mm256_blendv_epi8(rounded, quieted, nan);
+        // packus works within 128-bit lanes: [b0..b3, b0..b3 | b4..b7, b4..b7]; keep qwords
+        // 0 and 2 (every lane is below 2¹⁶, so nothing saturates).
+        let packed = _mm256_permute4x64_epi64::<0b1000>(_mm256_packus_epi32(b, b));
+        _mm256_castsi256_si128(packed)
+    }
+}
+
+/// `v` with NaN lanes 0, clamped to `[lo, hi]`, rounded to nearest-even integers.
+#[inline(always)]
+fn round_clamped(v: __m256, lo: f32, hi: f32) -> __m256i {
+    // SAFETY: AVX (see `V`).
+    unsafe {
+        let v = _mm256_and_ps(v, _mm256_cmp_ps::<_CMP_ORD_Q>(v, v));
+        let v = _mm256_max_ps(_mm256_min_ps(v, _mm256_set1_ps(hi)), _mm256_set1_ps(lo));
+        // MXCSR's default rounding: nearest-even.
+        _mm256_cvtps_epi32(v)
     }
 }

@@ -13,22 +13,31 @@
 //! per output. NaN and infinities propagate as in `Avx2`.
 
 use core::arch::x86_64::{
-    __m512, __mmask16, _mm512_add_ps, _mm512_fmadd_ps, _mm512_fmaddsub_ps, _mm512_fmsub_ps,
-    _mm512_fmsubadd_ps, _mm512_loadu_ps, _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps,
-    _mm512_movehdup_ps, _mm512_moveldup_ps, _mm512_mul_ps, _mm512_permute_ps, _mm512_set1_ps,
-    _mm512_setr_ps, _mm512_storeu_ps,
+    __m256i, __m512, __m512i, __mmask16, _CMP_ORD_Q, _MM_FROUND_TO_NEAREST_INT, _mm_loadu_si128,
+    _mm_storeu_si128, _mm256_loadu_si256, _mm256_storeu_si256, _mm512_add_epi32, _mm512_add_ps,
+    _mm512_and_si512, _mm512_castps_si512, _mm512_castsi512_ps, _mm512_cmp_ps_mask,
+    _mm512_cmpgt_epi32_mask, _mm512_cmplt_epu32_mask, _mm512_cvtepi8_epi32, _mm512_cvtepi16_epi32,
+    _mm512_cvtepi32_epi8, _mm512_cvtepi32_epi16, _mm512_cvtepi32_ps, _mm512_cvtepu16_epi32,
+    _mm512_cvtneps_pbh, _mm512_cvtph_ps, _mm512_cvtps_epi32, _mm512_cvtps_ph, _mm512_fmadd_ps,
+    _mm512_fmaddsub_ps, _mm512_fmsub_ps, _mm512_fmsubadd_ps, _mm512_loadu_ps,
+    _mm512_mask_blend_epi32, _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps, _mm512_maskz_mov_ps,
+    _mm512_max_ps, _mm512_min_ps, _mm512_movehdup_ps, _mm512_moveldup_ps, _mm512_mul_ps,
+    _mm512_or_si512, _mm512_permute_ps, _mm512_set1_epi32, _mm512_set1_ps, _mm512_setr_ps,
+    _mm512_slli_epi32, _mm512_srli_epi32, _mm512_storeu_ps, _mm512_sub_epi32,
 };
 // Miri does not implement `vpermt2ps`: there `deinterleave` goes through memory.
 #[cfg(not(miri))]
 use core::arch::x86_64::{_mm512_permutex2var_ps, _mm512_setr_epi32};
 
-use super::simd::{Simd, Vector};
+use super::simd::{Simd, Stored, Vector};
 use super::{AngleSource, Job, drive};
+use crate::element::{Element, sealed::Format};
 
 /// An AVX-512 vector. Only constructed inside [`run_avx512`], which runs only on CPUs with
-/// AVX-512F, AVX2 and FMA: every `unsafe` block below relies on that.
+/// AVX-512F, AVX2 and FMA: every `unsafe` block below relies on that. `BF16`: rounds `bf16`
+/// with `vcvtneps2bf16` (only in [`run_avx512_bf16`], on CPUs with AVX-512 BF16).
 #[derive(Clone, Copy)]
-struct V(__m512);
+struct V<const BF16: bool = false>(__m512);
 
 /// Whether this CPU has AVX-512F, AVX2 and FMA and the OS saves the AVX-512 state: CPUID and
 /// XGETBV, read once and cached ([`x86`](super::x86)), with or without `std`.
@@ -45,27 +54,93 @@ pub(crate) const FORM: &str = if cfg!(feature = "avx2") {
 };
 
 /// How element types are converted.
-pub(crate) use super::x86::conversions;
+pub(crate) fn conversions() -> &'static str {
+    if super::x86::features() & super::x86::AVX512BF16 != 0 {
+        "f16, i16 and i8 by AVX-512F, bf16 by AVX-512 BF16, in the rotation loop, sixteen values at a time"
+    } else {
+        "f16, bf16, i16 and i8 by AVX-512F in the rotation loop, sixteen values at a time"
+    }
+}
 
-/// Buffers of more floats than this (1 MiB, beyond L2) are rotated with the 256-bit form,
+/// Whether [`run`] takes buffers of `E` at this scale ratio, converting in the rotation loop
+/// (ratio 1); otherwise the caller stages them in `f32`.
+// `E`: the registry asks every backend the same question.
+#[allow(clippy::extra_unused_type_parameters)]
+#[inline(always)]
+pub(crate) fn fuses<E: Element>(ratio: f32) -> bool {
+    ratio == 1.0
+}
+
+/// Buffers of more bytes than this (1 MiB, beyond L2) are rotated with the 256-bit form,
 /// the `avx2` loop (bit-identical). Streaming from and to memory, 512-bit stores measured
 /// slower than 256-bit ones on both CPUs this was tuned on — an Intel Xeon (family 6,
 /// model 167; the bare `x = -x` stream too) and an AMD EPYC Zen 4 (3–32 MiB groups:
 /// 1.05–1.2× on the Xeon, up to 1.4× on Zen 4), while within L2 the 512-bit form is faster
 /// (ViT-S, 0.3 MiB: 0.93×).
 #[cfg(feature = "avx2")]
-const BEYOND_L2_FLOATS: usize = 1 << 18;
+const BEYOND_L2_BYTES: usize = 1 << 20;
 
-/// Element conversions: AVX2 (+ F16C) eight values at a time, bit-identical to the reference.
-pub(crate) use super::x86::{load, store};
+/// `element::load`, sixteen values at a time, bit for bit (the staging of requantised
+/// integer buffers).
+pub(crate) fn load<E: Element>(src: &[E], dst: &mut [f32], ratio: f32) {
+    if is_available() {
+        // SAFETY: AVX-512F, AVX2 and FMA, checked just above.
+        unsafe { load_avx512(src, dst, ratio) }
+    } else {
+        crate::element::load(src, dst, ratio);
+    }
+}
+
+/// `element::store`, sixteen values at a time, bit for bit.
+pub(crate) fn store<E: Element>(src: &[f32], dst: &mut [E]) {
+    if is_available() {
+        // SAFETY: as in `load`.
+        unsafe { store_avx512(src, dst) }
+    } else {
+        crate::element::store(src, dst);
+    }
+}
+
+/// [`load`]'s loop, compiled with AVX-512F, AVX2 and FMA.
+///
+/// # Safety
+///
+/// The CPU must support AVX-512F, AVX2 and FMA.
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn load_avx512<E: Element>(src: &[E], dst: &mut [f32], ratio: f32) {
+    // SAFETY: as the caller guarantees.
+    unsafe { super::simd::load_array::<V, E>(src, dst, ratio) }
+}
+
+/// [`store`]'s loop, compiled like [`load_avx512`].
+///
+/// # Safety
+///
+/// As for [`load_avx512`].
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn store_avx512<E: Element>(src: &[f32], dst: &mut [E]) {
+    // SAFETY: as the caller guarantees.
+    unsafe { super::simd::store_array::<V, E>(src, dst) }
+}
 
 // Inlined: the job goes straight to the `#[target_feature]` loop, not through one more
 // out-of-line copy (a few ns of a small call).
 #[inline(always)]
-pub(crate) fn run<A: AngleSource>(job: Job<'_, A>) {
+pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
     if is_available() {
+        // `bf16` with AVX-512 BF16: its 512-bit loop at every size (it rounds in one
+        // instruction where the 256-bit form takes about ten).
+        let job = if super::x86::features() & super::x86::AVX512BF16 != 0 {
+            match job.into_bf16() {
+                // SAFETY: the CPU supports AVX-512F, AVX-512 BF16, AVX2 and FMA (checked).
+                Ok(job) => return unsafe { run_avx512_bf16(job) },
+                Err(job) => job,
+            }
+        } else {
+            job
+        };
         #[cfg(feature = "avx2")]
-        if job.x.len() > BEYOND_L2_FLOATS {
+        if size_of_val(job.x) > BEYOND_L2_BYTES && super::avx2::converts::<E>() {
             return super::avx2::run(job);
         }
         // SAFETY: the CPU supports AVX-512F, AVX2 and FMA, checked just above.
@@ -84,8 +159,18 @@ pub(crate) fn run<A: AngleSource>(job: Job<'_, A>) {
 ///
 /// The CPU must support AVX-512F, AVX2 and FMA.
 #[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn run_avx512<A: AngleSource>(job: Job<'_, A>) {
-    drive::<Simd<V>, A>(job);
+unsafe fn run_avx512<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
+    drive::<Simd<V, E>, A>(job);
+}
+
+/// [`run_avx512`] for `bf16` buffers with AVX-512 BF16's rounding instruction.
+///
+/// # Safety
+///
+/// The CPU must support AVX-512F, AVX-512 BF16, AVX2 and FMA.
+#[target_feature(enable = "avx512f,avx512bf16,avx2,fma")]
+unsafe fn run_avx512_bf16<A: AngleSource>(job: Job<'_, A, half::bf16>) {
+    drive::<Simd<V<true>, half::bf16>, A>(job);
 }
 
 /// The kernels' loop bodies between `llvm-mca` markers, for `.ci/mca.sh` (only with
@@ -110,7 +195,7 @@ fn lanes(n: usize) -> __mmask16 {
 
 // SAFETY: every method is an AVX-512F intrinsic (available: see `V`) on the pointers the
 // trait's contract makes valid.
-unsafe impl Vector for V {
+unsafe impl<const BF16: bool> Vector for V<BF16> {
     const LANES: usize = 16;
 
     #[inline(always)]
@@ -242,5 +327,112 @@ unsafe impl Vector for V {
     unsafe fn fmsubadd(self, b: Self, c: Self) -> Self {
         // SAFETY: AVX-512F.
         V(unsafe { _mm512_fmsubadd_ps(self.0, b.0, c.0) })
+    }
+}
+
+// --- element conversions ------------------------------------------------------------------
+//
+// Bit for bit those of `element` and of the `avx2` backend (`vcvtps2ph` rounds to
+// nearest-even like `half`; bf16: the same integer rounding as `half`; integers: the same
+// clamp and nearest-even rounding, NaN to 0; `vpmovdw` / `vpmovdb` narrow lanes already in
+// range). AVX-512 BF16's `vcvtneps2bf16` is not used: it flushes subnormals to zero.
+
+// SAFETY: every arm is AVX-512F (available: see `V`). A buffer of `E` has the layout of the
+// integer type each arm reads (`f16`, `bf16`: `repr(transparent)` over `u16`), and the
+// trait's contract makes `LANES` values readable or writable at `p`.
+unsafe impl<E: Element, const BF16: bool> Stored<E> for V<BF16> {
+    // Out of line in unoptimised builds: every inlined copy of every arm would take its
+    // own stack slots there (no slot reuse), megabytes for the whole driver loop.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    unsafe fn load_values(p: *const E) -> Self {
+        // SAFETY: as stated on the impl.
+        unsafe {
+            V(match E::FORMAT {
+                Format::F32 => _mm512_loadu_ps(p.cast()),
+                Format::F16 => _mm512_cvtph_ps(_mm256_loadu_si256(p.cast())),
+                Format::Bf16 => {
+                    let h = _mm512_cvtepu16_epi32(_mm256_loadu_si256(p.cast()));
+                    _mm512_castsi512_ps(_mm512_slli_epi32::<16>(h))
+                }
+                Format::I16 => {
+                    _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm256_loadu_si256(p.cast())))
+                }
+                Format::I8 => _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(p.cast()))),
+            })
+        }
+    }
+
+    // Out of line in unoptimised builds: every inlined copy of every arm would take its
+    // own stack slots there (no slot reuse), megabytes for the whole driver loop.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    unsafe fn store_values(self, p: *mut E) {
+        let v = self.0;
+        // SAFETY: as stated on the impl.
+        unsafe {
+            match E::FORMAT {
+                Format::F32 => _mm512_storeu_ps(p.cast(), v),
+                Format::F16 => {
+                    _mm256_storeu_si256(p.cast(), _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v))
+                }
+                Format::Bf16 if BF16 && !has_subnormal(v) => {
+                    // `vcvtneps2bf16` rounds as `half` does (nearest-even; a NaN keeps its top
+                    // bits, quieted) except that it flushes subnormal inputs, checked above.
+                    let b: __m256i = core::mem::transmute(_mm512_cvtneps_pbh(v));
+                    _mm256_storeu_si256(p.cast(), b);
+                }
+                Format::Bf16 => _mm256_storeu_si256(p.cast(), _mm512_cvtepi32_epi16(bf16_bits(v))),
+                Format::I16 => {
+                    let w = round_clamped(v, -32768.0, 32767.0);
+                    _mm256_storeu_si256(p.cast(), _mm512_cvtepi32_epi16(w));
+                }
+                Format::I8 => {
+                    let w = round_clamped(v, -128.0, 127.0);
+                    _mm_storeu_si128(p.cast(), _mm512_cvtepi32_epi8(w));
+                }
+            }
+        }
+    }
+}
+
+/// Whether a lane of `v` is subnormal (non-zero, exponent bits 0).
+#[inline(always)]
+fn has_subnormal(v: __m512) -> bool {
+    // SAFETY: AVX-512F (see `V`).
+    unsafe {
+        let magnitude = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7FFF_FFFF));
+        // `magnitude − 1 < 0x7F_FFFF` (unsigned) for magnitudes 1 … 0x7F_FFFF only.
+        let below = _mm512_sub_epi32(magnitude, _mm512_set1_epi32(1));
+        _mm512_cmplt_epu32_mask(below, _mm512_set1_epi32(0x7F_FFFF)) != 0
+    }
+}
+
+/// Sixteen floats rounded to bf16 as `half` rounds them (nearest-even on the top 16 bits; a
+/// NaN keeps its top bits and becomes quiet), one per 32-bit lane.
+#[inline(always)]
+fn bf16_bits(v: __m512) -> __m512i {
+    // SAFETY: AVX-512F (see `V`).
+    unsafe {
+        let x = _mm512_castps_si512(v);
+        let lsb = _mm512_and_si512(_mm512_srli_epi32::<16>(x), _mm512_set1_epi32(1));
+        let bias = _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), lsb);
+        let rounded = _mm512_srli_epi32::<16>(_mm512_add_epi32(x, bias));
+        let magnitude = _mm512_and_si512(x, _mm512_set1_epi32(0x7FFF_FFFF));
+        let nan = _mm512_cmpgt_epi32_mask(magnitude, _mm512_set1_epi32(0x7F80_0000));
+        let quieted = _mm512_or_si512(_mm512_srli_epi32::<16>(x), _mm512_set1_epi32(0x0040));
+        _mm512_mask_blend_epi32(nan, rounded, quieted)
+    }
+}
+
+/// `v` with NaN lanes 0, clamped to `[lo, hi]`, rounded to nearest-even integers.
+#[inline(always)]
+fn round_clamped(v: __m512, lo: f32, hi: f32) -> __m512i {
+    // SAFETY: AVX-512F (see `V`).
+    unsafe {
+        let v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask::<_CMP_ORD_Q>(v, v), v);
+        let v = _mm512_max_ps(_mm512_min_ps(v, _mm512_set1_ps(hi)), _mm512_set1_ps(lo));
+        // MXCSR's default rounding: nearest-even.
+        _mm512_cvtps_epi32(v)
     }
 }

@@ -31,7 +31,7 @@ pub(crate) fn run_q15<V: scalar::Fixed, A: AngleSource<[i16; 2]>>(job: Job<'_, A
 use core::mem::MaybeUninit;
 
 use crate::config::{Direction, Layout};
-use crate::element::Element;
+use crate::element::{Element, sealed::Format};
 
 /// Which elements pair up: `layout`, within the first `2 · pairs` elements of each head
 /// (the rotary dimension). The half layout pairs `(v[k], v[k + pairs])`.
@@ -220,6 +220,48 @@ pub struct Job<'x, A, V = f32> {
     pub(crate) pairing: Pairing,
     pub(crate) dir: Direction,
     pub(crate) angles: A,
+}
+
+impl<'x, A, E: Element> Job<'x, A, E> {
+    /// The job on `f32` values when `E` is `f32`; otherwise itself, unchanged (for the
+    /// portable backend, which only hosted targets build).
+    #[cfg(not(target_os = "none"))]
+    #[inline(always)]
+    pub(crate) fn into_f32(self) -> Result<Job<'x, A, f32>, Self> {
+        if E::FORMAT != Format::F32 {
+            return Err(self);
+        }
+        Ok(Job {
+            // `E` is `f32` (its format): always `Some`.
+            x: E::as_f32(self.x).unwrap_or_default(),
+            token_len: self.token_len,
+            head_dim: self.head_dim,
+            pairing: self.pairing,
+            dir: self.dir,
+            angles: self.angles,
+        })
+    }
+}
+
+#[cfg(all(feature = "avx512", target_arch = "x86_64"))]
+impl<'x, A, E: Element> Job<'x, A, E> {
+    /// The job on `bf16` values when `E` is `bf16`; otherwise itself, unchanged (for the
+    /// AVX-512 BF16 loop).
+    #[inline(always)]
+    pub(crate) fn into_bf16(self) -> Result<Job<'x, A, half::bf16>, Self> {
+        if E::FORMAT != Format::Bf16 {
+            return Err(self);
+        }
+        Ok(Job {
+            // `E` is `bf16` (its format): always `Some`.
+            x: E::as_bf16(self.x).unwrap_or_default(),
+            token_len: self.token_len,
+            head_dim: self.head_dim,
+            pairing: self.pairing,
+            dir: self.dir,
+            angles: self.angles,
+        })
+    }
 }
 
 impl<'x, V> Job<'x, (), V> {
@@ -478,12 +520,25 @@ macro_rules! registry {
             }
 
             /// Inlined into the sources' one out-of-line `run`, so that a job is passed on by
-            /// one call, not three.
+            /// one call, not three. A buffer of `E` other than `f32` only when
+            /// [`fuses`](Self::fuses) says so.
             #[inline(always)]
-            pub(crate) fn run<A: AngleSource>(self, job: Job<'_, A>) {
+            pub(crate) fn run<E: Element, A: AngleSource>(self, job: Job<'_, A, E>) {
                 match self {
                     $(#[cfg($($cfg)*)] Backend::$variant => $module::run(job),)*
                 }
+            }
+
+            /// Whether [`run`](Self::run) takes a buffer of `E` at this scale ratio itself,
+            /// converting values as its loop loads and stores them (always for `f32`);
+            /// otherwise the caller converts blocks into `f32` and back ([`load`](Self::load),
+            /// [`store`](Self::store)).
+            #[inline(always)]
+            pub(crate) fn fuses<E: Element>(self, ratio: f32) -> bool {
+                E::FORMAT == Format::F32
+                    || match self {
+                        $(#[cfg($($cfg)*)] Backend::$variant => $module::fuses::<E>(ratio),)*
+                    }
             }
 
             /// Converts `src` to `f32` into `dst` (same length), times `ratio` for integer
@@ -558,9 +613,9 @@ impl Backend {
 /// architectures print `cpu not identified`). For example:
 ///
 /// `avx512 (available): 512-bit FMA on buffers up to 1 MiB, the avx2 loop beyond; each
-/// token's angles expanded once into a row, its heads rotated in address order; f16 by F16C,
-/// bf16, i16 and i8 by AVX2, eight values at a time; cpu GenuineIntel family 6 model 167
-/// stepping 1`
+/// token's angles expanded once into a row, its heads rotated in address order; f16, bf16,
+/// i16 and i8 by AVX-512F in the rotation loop, sixteen values at a time; cpu GenuineIntel
+/// family 6 model 167 stepping 1`
 ///
 /// ```
 /// let line = rope2d::Backend::auto().describe();

@@ -22,15 +22,15 @@ use core::arch::aarch64::{
 
 use core::arch::aarch64::{
     uint16x4_t, vaddq_u32, vandq_u32, vbslq_f32, vbslq_u32, vceqq_f32, vcgtq_u32, vcombine_s16,
-    vcvtnq_s32_f32, vcvtq_f32_s32, vdupq_n_u32, vget_high_s16, vget_low_s16, vld1_s8, vld1_s16,
-    vld1_u16, vmaxq_f32, vminq_f32, vmovl_s8, vmovl_s16, vmovn_u32, vmulq_n_f32, vorrq_u32,
-    vqmovn_s16, vqmovn_s32, vreinterpretq_f32_u32, vreinterpretq_u32_f32, vshll_n_u16, vshrq_n_u32,
-    vst1_s8, vst1_s16, vst1_u16,
+    vcvtnq_s32_f32, vcvtq_f32_s32, vdup_n_u32, vdupq_n_u32, vget_lane_u32, vget_low_s16, vld1_s16,
+    vld1_u16, vmaxq_f32, vminq_f32, vmovl_s8, vmovl_s16, vmovn_u32, vorrq_u32, vqmovn_s16,
+    vqmovn_s32, vreinterpret_s8_u32, vreinterpret_u32_s8, vreinterpretq_f32_u32,
+    vreinterpretq_u32_f32, vshll_n_u16, vshrq_n_u32, vst1_s16, vst1_u16,
 };
 
-use super::simd::{Simd, Vector};
+use super::simd::{Simd, Stored, Vector};
 use super::{AngleSource, Job, drive};
-use crate::element::{self, Element, sealed::Format};
+use crate::element::{Element, sealed::Format};
 
 /// A NEON vector. Only constructed inside [`run_neon`], which runs only on CPUs with NEON:
 /// every `unsafe` block below relies on that.
@@ -60,228 +60,159 @@ pub(crate) const FORM: &str =
 
 /// How element types are converted.
 pub(crate) fn conversions() -> &'static str {
-    "f16 by fcvtl/fcvtn, bf16 by shifts, i16 and i8 by fcvtns and saturating narrows"
+    "f16 by fcvtl/fcvtn, bf16 by shifts, i16 and i8 by fcvtns and saturating narrows, in the rotation loop"
 }
 
-/// [`element::load`] with NEON, bit for bit: four (i8: eight) values at a time, the tail by
-/// the reference. `f16` through `fcvtl` (inline assembly: Rust's `float16x4_t` intrinsics
-/// are unstable), `bf16` by a shift, integers by widening and `scvtf`.
+/// Whether [`run`] takes buffers of `E` at this scale ratio, converting in the rotation loop
+/// (ratio 1); otherwise the caller stages them in `f32`.
+// `E`: the registry asks every backend the same question.
+#[allow(clippy::extra_unused_type_parameters)]
+#[inline(always)]
+pub(crate) fn fuses<E: Element>(ratio: f32) -> bool {
+    ratio == 1.0 && is_available()
+}
+
+/// `element::load`, four values at a time, bit for bit (the staging of requantised integer
+/// buffers).
 pub(crate) fn load<E: Element>(src: &[E], dst: &mut [f32], ratio: f32) {
-    let n = src.len().min(dst.len());
-    let done = if is_available() && E::FORMAT != Format::F32 {
-        // SAFETY: NEON is available (checked above); `src` holds `n` values of `E`, whose
-        // layout is that of the integer type each arm reads (`f16` and `bf16` are
-        // `repr(transparent)` over `u16`), and `dst` has room for `n` floats.
+    if is_available() {
+        // SAFETY: NEON, checked just above.
+        unsafe { load_neon(src, dst, ratio) }
+    } else {
+        crate::element::load(src, dst, ratio);
+    }
+}
+
+/// `element::store`, four values at a time, bit for bit.
+pub(crate) fn store<E: Element>(src: &[f32], dst: &mut [E]) {
+    if is_available() {
+        // SAFETY: NEON, checked just above.
+        unsafe { store_neon(src, dst) }
+    } else {
+        crate::element::store(src, dst);
+    }
+}
+
+/// [`load`]'s loop, compiled with NEON.
+///
+/// # Safety
+///
+/// The CPU must support NEON.
+#[target_feature(enable = "neon")]
+unsafe fn load_neon<E: Element>(src: &[E], dst: &mut [f32], ratio: f32) {
+    // SAFETY: as the caller guarantees.
+    unsafe { super::simd::load_array::<V, E>(src, dst, ratio) }
+}
+
+/// [`store`]'s loop, compiled with NEON.
+///
+/// # Safety
+///
+/// The CPU must support NEON.
+#[target_feature(enable = "neon")]
+unsafe fn store_neon<E: Element>(src: &[f32], dst: &mut [E]) {
+    // SAFETY: as the caller guarantees.
+    unsafe { super::simd::store_array::<V, E>(src, dst) }
+}
+
+// SAFETY: every arm is NEON (available: see `V`; `fcvtl`/`fcvtn` are base aarch64 SIMD). A
+// buffer of `E` has the layout of the integer type each arm reads (`f16`, `bf16`:
+// `repr(transparent)` over `u16`), and the trait's contract makes 4 values readable or
+// writable at `p`. Bit for bit the conversions of `element`: `fcvtn` and `fcvtns` round to
+// nearest-even (FPCR's default), bf16 by `half`'s integer rounding.
+unsafe impl<E: Element> Stored<E> for V {
+    // Out of line in unoptimised builds: every inlined copy of every arm would take its
+    // own stack slots there (no slot reuse), megabytes for the whole driver loop.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    unsafe fn load_values(p: *const E) -> Self {
+        // SAFETY: as stated on the impl.
         unsafe {
-            let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
-            match E::FORMAT {
-                // `fcvtl` widens four f16 exactly (registers only).
-                Format::F16 => load_16(s.cast(), d, n, |h| {
+            V(match E::FORMAT {
+                Format::F32 => vld1q_f32(p.cast()),
+                Format::F16 => {
+                    let h = vld1_u16(p.cast());
                     let r: float32x4_t;
+                    // `fcvtl` widens four f16 exactly (inline assembly: Rust's `float16x4_t`
+                    // intrinsics are unstable).
                     core::arch::asm!("fcvtl {r:v}.4s, {h:v}.4h", r = out(vreg) r,
                         h = in(vreg) h, options(pure, nomem, nostack));
                     r
-                }),
-                Format::Bf16 => load_16(s.cast(), d, n, |h| {
-                    vreinterpretq_f32_u32(vshll_n_u16::<16>(h))
-                }),
-                Format::I16 => load_i16(s.cast(), d, n, ratio),
-                _ => load_i8(s.cast(), d, n, ratio),
-            }
+                }
+                Format::Bf16 => vreinterpretq_f32_u32(vshll_n_u16::<16>(vld1_u16(p.cast()))),
+                Format::I16 => vcvtq_f32_s32(vmovl_s16(vld1_s16(p.cast()))),
+                Format::I8 => {
+                    // Four bytes: no 32-bit NEON load of them, one scalar load.
+                    let word = p.cast::<u32>().read_unaligned();
+                    let bytes = vreinterpret_s8_u32(vdup_n_u32(word));
+                    vcvtq_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(bytes))))
+                }
+            })
         }
-    } else {
-        0
-    };
-    element::load(&src[done..n], &mut dst[done..n], ratio);
-}
+    }
 
-/// [`element::store`] with NEON, bit for bit (`fcvtn` and `fcvtns` round to nearest-even,
-/// FPCR's default).
-pub(crate) fn store<E: Element>(src: &[f32], dst: &mut [E]) {
-    let n = src.len().min(dst.len());
-    let done = if is_available() && E::FORMAT != Format::F32 {
-        // SAFETY: as in `load`, with `dst` writable for `n` values of `E`.
+    // Out of line in unoptimised builds: every inlined copy of every arm would take its
+    // own stack slots there (no slot reuse), megabytes for the whole driver loop.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    unsafe fn store_values(self, p: *mut E) {
+        let v = self.0;
+        // SAFETY: as stated on the impl.
         unsafe {
-            let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
             match E::FORMAT {
-                // `fcvtn` narrows four floats to f16 (registers only).
-                Format::F16 => store_16(s, d.cast(), n, |v| {
+                Format::F32 => vst1q_f32(p.cast(), v),
+                Format::F16 => {
                     let h: uint16x4_t;
+                    // `fcvtn` narrows four floats to f16 (registers only).
                     core::arch::asm!("fcvtn {h:v}.4h, {v:v}.4s", h = out(vreg) h,
                         v = in(vreg) v, options(pure, nomem, nostack));
-                    h
-                }),
-                Format::Bf16 => store_16(s, d.cast(), n, |v| bf16_bits(v)),
-                Format::I16 => store_i16(s, d.cast(), n),
-                _ => store_i8(s, d.cast(), n),
+                    vst1_u16(p.cast(), h);
+                }
+                Format::Bf16 => vst1_u16(p.cast(), bf16_bits(v)),
+                Format::I16 => vst1_s16(p.cast(), vqmovn_s32(round_clamped(v, -32768.0, 32767.0))),
+                Format::I8 => {
+                    let h = vqmovn_s32(round_clamped(v, -128.0, 127.0));
+                    let bytes = vqmovn_s16(vcombine_s16(h, h));
+                    let word = vget_lane_u32::<0>(vreinterpret_u32_s8(bytes));
+                    p.cast::<u32>().write_unaligned(word);
+                }
             }
         }
-    } else {
-        0
-    };
-    element::store(&src[done..n], &mut dst[done..n]);
-}
-
-/// Widens the first `n / 4 · 4` of `n` 16-bit values with `widen`; returns how many.
-///
-/// # Safety
-///
-/// NEON is available; `s` is readable for `n` u16s and `d` writable for `n` floats.
-#[inline]
-#[target_feature(enable = "neon")]
-unsafe fn load_16(
-    s: *const u16,
-    d: *mut f32,
-    n: usize,
-    widen: impl Fn(uint16x4_t) -> float32x4_t,
-) -> usize {
-    let mut i = 0;
-    while i + 4 <= n {
-        // SAFETY: `i + 4 ≤ n` values lie within both buffers (caller).
-        unsafe { vst1q_f32(d.add(i), widen(vld1_u16(s.add(i)))) };
-        i += 4;
     }
-    i
-}
-
-/// Narrows the first `n / 4 · 4` of `n` floats with `narrow`; returns how many.
-///
-/// # Safety
-///
-/// NEON is available; `s` is readable for `n` floats and `d` writable for `n` u16s.
-#[inline]
-#[target_feature(enable = "neon")]
-unsafe fn store_16(
-    s: *const f32,
-    d: *mut u16,
-    n: usize,
-    narrow: impl Fn(float32x4_t) -> uint16x4_t,
-) -> usize {
-    let mut i = 0;
-    while i + 4 <= n {
-        // SAFETY: `i + 4 ≤ n` values lie within both buffers (caller).
-        unsafe { vst1_u16(d.add(i), narrow(vld1q_f32(s.add(i)))) };
-        i += 4;
-    }
-    i
 }
 
 /// bf16 bits of four floats: `half`'s rounding (nearest-even on the top 16 bits; a NaN keeps
 /// its top bits and becomes quiet).
-///
-/// # Safety
-///
-/// NEON is available.
-#[inline]
-#[target_feature(enable = "neon")]
-unsafe fn bf16_bits(v: float32x4_t) -> uint16x4_t {
-    let x = vreinterpretq_u32_f32(v);
-    let lsb = vandq_u32(vshrq_n_u32::<16>(x), vdupq_n_u32(1));
-    let rounded = vshrq_n_u32::<16>(vaddq_u32(x, vaddq_u32(vdupq_n_u32(0x7FFF), lsb)));
-    let nan = vcgtq_u32(
-        vandq_u32(x, vdupq_n_u32(0x7FFF_FFFF)),
-        vdupq_n_u32(0x7F80_0000),
-    );
-    let quieted = vorrq_u32(vshrq_n_u32::<16>(x), vdupq_n_u32(0x40));
-    vmovn_u32(vbslq_u32(nan, quieted, rounded))
-}
-
-/// Four i16 times `ratio` at a time; returns how many converted.
-///
-/// # Safety
-///
-/// As [`load_16`], `s` readable for `n` i16s.
-#[target_feature(enable = "neon")]
-unsafe fn load_i16(s: *const i16, d: *mut f32, n: usize, ratio: f32) -> usize {
-    let mut i = 0;
-    while i + 4 <= n {
-        // SAFETY: `i + 4 ≤ n` values lie within both buffers (caller).
-        unsafe {
-            let v = vcvtq_f32_s32(vmovl_s16(vld1_s16(s.add(i))));
-            vst1q_f32(d.add(i), vmulq_n_f32(v, ratio));
-        }
-        i += 4;
+#[inline(always)]
+fn bf16_bits(v: float32x4_t) -> uint16x4_t {
+    // SAFETY: NEON (see `V`).
+    unsafe {
+        let x = vreinterpretq_u32_f32(v);
+        let lsb = vandq_u32(vshrq_n_u32::<16>(x), vdupq_n_u32(1));
+        let rounded = vshrq_n_u32::<16>(vaddq_u32(x, vaddq_u32(vdupq_n_u32(0x7FFF), lsb)));
+        let nan = vcgtq_u32(
+            vandq_u32(x, vdupq_n_u32(0x7FFF_FFFF)),
+            vdupq_n_u32(0x7F80_0000),
+        );
+        let quieted = vorrq_u32(vshrq_n_u32::<16>(x), vdupq_n_u32(0x40));
+        vmovn_u32(vbslq_u32(nan, quieted, rounded))
     }
-    i
-}
-
-/// Eight i8 times `ratio` at a time; returns how many converted.
-///
-/// # Safety
-///
-/// As [`load_16`], `s` readable for `n` bytes.
-#[target_feature(enable = "neon")]
-unsafe fn load_i8(s: *const i8, d: *mut f32, n: usize, ratio: f32) -> usize {
-    let mut i = 0;
-    while i + 8 <= n {
-        // SAFETY: `i + 8 ≤ n` values lie within both buffers (caller).
-        unsafe {
-            let w = vmovl_s8(vld1_s8(s.add(i)));
-            let lo = vcvtq_f32_s32(vmovl_s16(vget_low_s16(w)));
-            let hi = vcvtq_f32_s32(vmovl_s16(vget_high_s16(w)));
-            vst1q_f32(d.add(i), vmulq_n_f32(lo, ratio));
-            vst1q_f32(d.add(i + 4), vmulq_n_f32(hi, ratio));
-        }
-        i += 8;
-    }
-    i
 }
 
 /// Four floats: NaN to 0, clamped to `[lo, hi]`, rounded to nearest-even integers.
-///
-/// # Safety
-///
-/// NEON is available.
-#[inline]
-#[target_feature(enable = "neon")]
-unsafe fn round_clamped(v: float32x4_t, lo: f32, hi: f32) -> core::arch::aarch64::int32x4_t {
-    let v = vbslq_f32(vceqq_f32(v, v), v, vdupq_n_f32(0.0));
-    vcvtnq_s32_f32(vmaxq_f32(vminq_f32(v, vdupq_n_f32(hi)), vdupq_n_f32(lo)))
-}
-
-/// Four floats to i16 at a time (nearest-even, saturated, NaN to 0); returns how many.
-///
-/// # Safety
-///
-/// As [`store_16`], `d` writable for `n` i16s.
-#[target_feature(enable = "neon")]
-unsafe fn store_i16(s: *const f32, d: *mut i16, n: usize) -> usize {
-    let mut i = 0;
-    while i + 4 <= n {
-        // SAFETY: `i + 4 ≤ n` values lie within both buffers (caller).
-        unsafe {
-            let v = round_clamped(vld1q_f32(s.add(i)), -32768.0, 32767.0);
-            vst1_s16(d.add(i), vqmovn_s32(v));
-        }
-        i += 4;
+#[inline(always)]
+fn round_clamped(v: float32x4_t, lo: f32, hi: f32) -> core::arch::aarch64::int32x4_t {
+    // SAFETY: NEON (see `V`).
+    unsafe {
+        let v = vbslq_f32(vceqq_f32(v, v), v, vdupq_n_f32(0.0));
+        vcvtnq_s32_f32(vmaxq_f32(vminq_f32(v, vdupq_n_f32(hi)), vdupq_n_f32(lo)))
     }
-    i
-}
-
-/// Eight floats to i8 at a time (nearest-even, saturated, NaN to 0); returns how many.
-///
-/// # Safety
-///
-/// As [`store_16`], `d` writable for `n` bytes.
-#[target_feature(enable = "neon")]
-unsafe fn store_i8(s: *const f32, d: *mut i8, n: usize) -> usize {
-    let mut i = 0;
-    while i + 8 <= n {
-        // SAFETY: `i + 8 ≤ n` values lie within both buffers (caller).
-        unsafe {
-            let lo = vqmovn_s32(round_clamped(vld1q_f32(s.add(i)), -128.0, 127.0));
-            let hi = vqmovn_s32(round_clamped(vld1q_f32(s.add(i + 4)), -128.0, 127.0));
-            vst1_s8(d.add(i), vqmovn_s16(vcombine_s16(lo, hi)));
-        }
-        i += 8;
-    }
-    i
 }
 
 // Inlined: the job goes straight to the `#[target_feature]` loop, not through one more
 // out-of-line copy (a few ns of a small call).
 #[inline(always)]
-pub(crate) fn run<A: AngleSource>(job: Job<'_, A>) {
+pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
     if is_available() {
         // SAFETY: the CPU supports NEON, checked just above.
         unsafe { run_neon(job) }
@@ -297,8 +228,8 @@ pub(crate) fn run<A: AngleSource>(job: Job<'_, A>) {
 ///
 /// The CPU must support NEON.
 #[target_feature(enable = "neon")]
-unsafe fn run_neon<A: AngleSource>(job: Job<'_, A>) {
-    drive::<Simd<V>, A>(job);
+unsafe fn run_neon<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
+    drive::<Simd<V, E>, A>(job);
 }
 
 /// The kernels' loop bodies between `llvm-mca` markers, for `.ci/mca.sh` (only with

@@ -19,6 +19,7 @@ use wide::f32x8;
 
 use super::{AngleSource, Job, Kernel, NoRow, Pairing, drive};
 use crate::config::{Direction, Layout};
+use crate::element::Element;
 
 /// The kernel type; never constructed.
 pub(crate) struct Portable;
@@ -32,14 +33,25 @@ pub(crate) const FORM: &str = "wide f32x8, instructions chosen at compile time, 
 
 /// How element types are converted.
 pub(crate) fn conversions() -> &'static str {
-    "element types converted in scalar code"
+    "element types by the scalar kernel (the same bits), converted pair by pair"
 }
 
 /// Element conversions: the reference ones (LLVM vectorises them).
 pub(crate) use crate::element::{load, store};
 
-pub(crate) fn run<A: AngleSource>(job: Job<'_, A>) {
-    drive::<Portable, A>(job);
+/// Whether [`run`] takes buffers of `E` at this scale ratio: ratio 1, as the scalar backend.
+#[inline(always)]
+pub(crate) fn fuses<E: Element>(ratio: f32) -> bool {
+    super::scalar::fuses::<E>(ratio)
+}
+
+/// An `f32` buffer with `wide`; any other element type with the scalar kernel, whose
+/// results are this backend's bit for bit.
+pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
+    match job.into_f32() {
+        Ok(job) => drive::<Portable, A>(job),
+        Err(job) => super::scalar::run(job),
+    }
 }
 
 /// `[−1, 1, −1, 1, …]` for the forward direction, its negation for the inverse.

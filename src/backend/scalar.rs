@@ -1,8 +1,10 @@
 //! The scalar reference backend: the definition every other backend is checked against, in
-//! each number format ([`Number`]) — `f32`, and Q15 fixed point for [`Q15Table`]s.
+//! each number format ([`Number`]) — `f32` arithmetic on any element type ([`Float`]), and
+//! Q15 fixed point for [`Q15Table`]s.
 //!
 //! `f32`: each output is `a·c − b·s` / `a·s + b·c` with two roundings per product and one per
-//! sum (no fused multiply-add), so results are the same on every target.
+//! sum (no fused multiply-add), so results are the same on every target; a buffer of another
+//! element type is converted pair by pair on load (exactly) and rounded on store.
 //!
 //! [`Q15Table`]: crate::Q15Table
 
@@ -12,6 +14,7 @@ use core::marker::PhantomData;
 
 use super::{AngleSource, Job, Kernel, NoRow, Pairing, Tokens, drive};
 use crate::config::{Direction, Layout};
+use crate::element::Element;
 
 pub(crate) fn is_available() -> bool {
     true
@@ -30,14 +33,23 @@ pub(crate) const FORM: &str = if cfg!(all(
 
 /// How element types are converted.
 pub(crate) fn conversions() -> &'static str {
-    "element types converted in scalar code"
+    "element types converted pair by pair in scalar code"
+}
+
+/// Whether [`run`] takes buffers of `E` at this scale ratio: every type at ratio 1 (a load
+/// is exact and needs no scaling; other ratios are staged).
+// `E`: the registry asks every backend the same question.
+#[allow(clippy::extra_unused_type_parameters)]
+#[inline(always)]
+pub(crate) fn fuses<E: Element>(ratio: f32) -> bool {
+    ratio == 1.0
 }
 
 /// Element conversions: the reference ones.
 pub(crate) use crate::element::{load, store};
 
-pub(crate) fn run<A: AngleSource>(job: Job<'_, A>) {
-    drive::<Scalar, A>(job);
+pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
+    drive::<Scalar<Float<E>>, A>(job);
 }
 
 /// A Q15 table's job on `i16` or `i8` values: integer arithmetic only, whatever the backend.
@@ -46,7 +58,7 @@ pub(crate) fn run_q15<V: Fixed, A: AngleSource<[i16; 2]>>(job: Job<'_, A, V>) {
 }
 
 /// The scalar kernel in number format `N`.
-pub(crate) struct Scalar<N = F32>(PhantomData<N>);
+pub(crate) struct Scalar<N>(PhantomData<N>);
 
 /// A number format: the stored values, the table entries, and the rotation of one pair.
 pub(crate) trait Number {
@@ -92,22 +104,24 @@ pub(crate) trait Number {
     }
 }
 
-/// `f32` values and entries.
-pub(crate) struct F32;
+/// `f32` arithmetic and entries on values of element type `E`, loaded exactly (`E` is a
+/// float type, or an integer at ratio 1: see [`fuses`]) and rounded back on store (`f32`:
+/// no conversion at all).
+pub(crate) struct Float<E>(PhantomData<E>);
 
-impl Number for F32 {
-    type Value = f32;
+impl<E: Element> Number for Float<E> {
+    type Value = E;
     type Entry = [f32; 2];
 
     #[inline(always)]
-    fn rotate(a: &mut f32, b: &mut f32, [c, s]: [f32; 2], dir: Direction) {
+    fn rotate(a: &mut E, b: &mut E, [c, s]: [f32; 2], dir: Direction) {
         let s = match dir {
             Direction::Forward => s,
             Direction::Inverse => -s,
         };
-        let (x, y) = (*a, *b);
-        *a = x * c - y * s;
-        *b = x * s + y * c;
+        let (x, y) = (a.to_f32(), b.to_f32());
+        *a = E::from_f32(x * c - y * s);
+        *b = E::from_f32(x * s + y * c);
     }
 
     #[inline(always)]
@@ -123,14 +137,17 @@ impl Number for F32 {
     ))]
     #[inline(always)]
     fn rotate_pairs(
-        x: &mut [f32],
+        x: &mut [E],
         head_dim: usize,
         pairing: Pairing,
         first_pair: usize,
         angles: &[[f32; 2]],
         dir: Direction,
     ) {
-        super::cortex_m::rotate_pairs(x, head_dim, pairing, first_pair, angles, dir);
+        match E::as_f32(x) {
+            Some(x) => super::cortex_m::rotate_pairs(x, head_dim, pairing, first_pair, angles, dir),
+            None => rotate_pairs_rust::<Self>(x, head_dim, pairing, first_pair, angles, dir),
+        }
     }
 }
 

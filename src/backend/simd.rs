@@ -8,11 +8,16 @@
 //! rotated in address order (heads outer, pairs inner), the row re-read from L1. Every
 //! output is `fl(a·c ∓ fl(b·s))` with one fused product, so every backend built on this
 //! module gives the same bits.
+//!
+//! The buffer's values are of any [`Element`] type: each vector converts them as it loads and
+//! stores them ([`Stored`]), so an `f16`, `bf16` or integer buffer is read and written once,
+//! with the `f32` loop's arithmetic in between.
 
 use core::mem::MaybeUninit;
 
 use super::{Kernel, Pairing};
 use crate::config::{Direction, Layout};
+use crate::element::{Element, sealed::Format};
 
 /// Pairs a [`Row`] holds: rotary dimensions up to 512 (longer heads take the kernel's
 /// [`Kernel::rotate_pairs`] run by run).
@@ -108,8 +113,108 @@ pub(super) unsafe trait Vector: Copy {
     unsafe fn splat(x: f32) -> Self;
 }
 
-/// The kernel of a vector type.
-pub(super) struct Simd<V>(core::marker::PhantomData<V>);
+/// Most lanes of any [`Vector`] (AVX-512's 16).
+const MAX_LANES: usize = 16;
+
+/// How a [`Vector`] loads and stores a buffer's values of element type `E`: loads convert
+/// exactly to `f32` lanes (integers as their value: the rotation is linear, so a buffer's
+/// scale needs no factor when input and output scales are the same), stores round each lane
+/// to nearest-even as [`element::store`](crate::element::store) does (integers saturated,
+/// NaN to 0) — bit for bit.
+///
+/// # Safety
+///
+/// As for [`Vector`]; moreover implementations may only be used where the conversions'
+/// instructions are available (the arch file's `fuses` and `run` check them).
+pub(super) unsafe trait Stored<E: Element>: Vector {
+    /// `LANES` values from `p` (unaligned), converted.
+    unsafe fn load_values(p: *const E) -> Self;
+    /// Stores `LANES` lanes at `p` (unaligned), rounded.
+    unsafe fn store_values(self, p: *mut E);
+    /// The first `n < LANES` values from `p`, the other lanes zero; nothing else is read.
+    #[inline(always)]
+    unsafe fn load_values_partial(p: *const E, n: usize) -> Self {
+        if E::FORMAT == Format::F32 {
+            // SAFETY: `E` is `f32` (its format); `n` values readable at `p` (caller).
+            return unsafe { Self::load_partial(p.cast(), n) };
+        }
+        let mut buffer = [E::default(); MAX_LANES];
+        // SAFETY: `n < LANES ≤ MAX_LANES` values readable at `p` (caller) and writable in
+        // `buffer`, which holds `LANES` values for the whole-vector load.
+        unsafe {
+            core::ptr::copy_nonoverlapping(p, buffer.as_mut_ptr(), n);
+            Self::load_values(buffer.as_ptr())
+        }
+    }
+    /// Stores the first `n < LANES` lanes at `p`, rounded; nothing else is written.
+    #[inline(always)]
+    unsafe fn store_values_partial(self, p: *mut E, n: usize) {
+        if E::FORMAT == Format::F32 {
+            // SAFETY: `E` is `f32`; `n` values writable at `p` (caller).
+            return unsafe { self.store_partial(p.cast(), n) };
+        }
+        let mut buffer = [E::default(); MAX_LANES];
+        // SAFETY: `LANES ≤ MAX_LANES` values writable in `buffer`; `n < LANES` of them
+        // copied to `p`, writable for `n` values (caller).
+        unsafe {
+            self.store_values(buffer.as_mut_ptr());
+            core::ptr::copy_nonoverlapping(buffer.as_ptr(), p, n);
+        }
+    }
+}
+
+/// Converts `src` to `f32` into `dst` (the same length), times `ratio`: `V::LANES` values at
+/// a time, the tail by the reference ([`element::load`](crate::element::load)), bit for bit
+/// the reference's results (one product, rounded once).
+///
+/// # Safety
+///
+/// `V`'s instruction set and conversions are available.
+#[inline(always)]
+pub(super) unsafe fn load_array<V: Stored<E>, E: Element>(src: &[E], dst: &mut [f32], ratio: f32) {
+    let n = src.len().min(dst.len());
+    let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+    let lanes = V::LANES;
+    let mut i = 0;
+    // SAFETY: the instruction set is available (caller).
+    let r = unsafe { V::splat(ratio) };
+    while i + lanes <= n {
+        // SAFETY: values `i .. i + LANES ≤ n` of both buffers.
+        unsafe {
+            let v = V::load_values(s.add(i));
+            let v = if E::INTEGER { v.mul(r) } else { v };
+            v.store(d.add(i));
+        }
+        i += lanes;
+    }
+    crate::element::load(&src[i..n], &mut dst[i..n], ratio);
+}
+
+/// Rounds `src` into `dst` (the same length) as [`element::store`](crate::element::store)
+/// does, `V::LANES` values at a time.
+///
+/// # Safety
+///
+/// As for [`load_array`].
+#[inline(always)]
+pub(super) unsafe fn store_array<V: Stored<E>, E: Element>(src: &[f32], dst: &mut [E]) {
+    let n = src.len().min(dst.len());
+    let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+    let lanes = V::LANES;
+    let mut i = 0;
+    while i + lanes <= n {
+        // SAFETY: values `i .. i + LANES ≤ n` of both buffers; the instruction set (caller).
+        unsafe { V::load(s.add(i)).store_values(d.add(i)) };
+        i += lanes;
+    }
+    crate::element::store(&src[i..n], &mut dst[i..n]);
+}
+
+/// The scalar kernel on values of `E`: the loops past a row's reach.
+type Scalar<E> = super::scalar::Scalar<super::scalar::Float<E>>;
+
+/// The kernel of a vector type on buffers of element type `E`.
+pub(super) struct Simd<V, E = f32>(core::marker::PhantomData<(V, E)>);
 
 /// The sign of the sines: `+1` forward, `−1` inverse.
 #[inline(always)]
@@ -257,8 +362,8 @@ impl Angles {
 /// boundaries but the last are multiples of a vector (`LANES` floats interleaved, `LANES`
 /// pairs half).
 #[inline(always)]
-unsafe fn rotate_segments<V: Vector>(
-    x: &mut [f32],
+unsafe fn rotate_segments<V: Stored<E>, E: Element>(
+    x: &mut [E],
     head_dim: usize,
     layout: Layout,
     pairs: usize,
@@ -282,15 +387,19 @@ unsafe fn rotate_segments<V: Vector>(
                         let p = base.add(head);
                         let (mut i, end) = (2 * seg.lo, 2 * seg.hi);
                         while i + 2 * lanes <= end {
-                            interleaved_step::<V>(p.add(i), a.wrapping_add(i), b.wrapping_add(i));
+                            interleaved_step::<V, E>(
+                                p.add(i),
+                                a.wrapping_add(i),
+                                b.wrapping_add(i),
+                            );
                             i += 2 * lanes;
                         }
                         if i < end {
                             let n = end - i;
                             let x0 = if n >= lanes {
-                                V::load(p.add(i))
+                                V::load_values(p.add(i))
                             } else {
-                                V::load_partial(p.add(i), n)
+                                V::load_values_partial(p.add(i), n)
                             };
                             let out = interleaved(
                                 x0,
@@ -298,20 +407,20 @@ unsafe fn rotate_segments<V: Vector>(
                                 V::load(b.wrapping_add(i)),
                             );
                             if n >= lanes {
-                                out.store(p.add(i));
+                                out.store_values(p.add(i));
                                 i += lanes;
                                 if i < end {
                                     let n = end - i;
-                                    let x0 = V::load_partial(p.add(i), n);
+                                    let x0 = V::load_values_partial(p.add(i), n);
                                     interleaved(
                                         x0,
                                         V::load(a.wrapping_add(i)),
                                         V::load(b.wrapping_add(i)),
                                     )
-                                    .store_partial(p.add(i), n);
+                                    .store_values_partial(p.add(i), n);
                                 }
                             } else {
-                                out.store_partial(p.add(i), n);
+                                out.store_values_partial(p.add(i), n);
                             }
                         }
                     }
@@ -320,7 +429,7 @@ unsafe fn rotate_segments<V: Vector>(
                         let hi = lo.add(pairs);
                         let mut k = seg.lo;
                         while k + lanes <= seg.hi {
-                            half_step::<V>(
+                            half_step::<V, E>(
                                 lo.add(k),
                                 hi.add(k),
                                 a.wrapping_add(k),
@@ -330,16 +439,18 @@ unsafe fn rotate_segments<V: Vector>(
                         }
                         if k < seg.hi {
                             let n = seg.hi - k;
-                            let (xv, yv) =
-                                (V::load_partial(lo.add(k), n), V::load_partial(hi.add(k), n));
+                            let (xv, yv) = (
+                                V::load_values_partial(lo.add(k), n),
+                                V::load_values_partial(hi.add(k), n),
+                            );
                             let (xv, yv) = half(
                                 xv,
                                 yv,
                                 V::load(a.wrapping_add(k)),
                                 V::load(b.wrapping_add(k)),
                             );
-                            xv.store_partial(lo.add(k), n);
-                            yv.store_partial(hi.add(k), n);
+                            xv.store_values_partial(lo.add(k), n);
+                            yv.store_values_partial(hi.add(k), n);
                         }
                     }
                 }
@@ -382,13 +493,13 @@ unsafe fn half<V: Vector>(x: V, y: V, c: V, s: V) -> (V, V) {
 /// `V`'s instruction set is available; `2·LANES` floats readable at `a`, `b` and readable
 /// and writable at `p`.
 #[inline(always)]
-unsafe fn interleaved_step<V: Vector>(p: *mut f32, a: *const f32, b: *const f32) {
+unsafe fn interleaved_step<V: Stored<E>, E: Element>(p: *mut E, a: *const f32, b: *const f32) {
     let lanes = V::LANES;
     // SAFETY: as the caller guarantees.
     unsafe {
-        let (x0, x1) = (V::load(p), V::load(p.add(lanes)));
-        interleaved(x0, V::load(a), V::load(b)).store(p);
-        interleaved(x1, V::load(a.add(lanes)), V::load(b.add(lanes))).store(p.add(lanes));
+        let (x0, x1) = (V::load_values(p), V::load_values(p.add(lanes)));
+        interleaved(x0, V::load(a), V::load(b)).store_values(p);
+        interleaved(x1, V::load(a.add(lanes)), V::load(b.add(lanes))).store_values(p.add(lanes));
     }
 }
 
@@ -401,12 +512,22 @@ unsafe fn interleaved_step<V: Vector>(p: *mut f32, a: *const f32, b: *const f32)
 /// `V`'s instruction set is available; `LANES` floats readable at `c`, `s` and readable and
 /// writable at `lo`, `hi`.
 #[inline(always)]
-unsafe fn half_step<V: Vector>(lo: *mut f32, hi: *mut f32, c: *const f32, s: *const f32) {
+unsafe fn half_step<V: Stored<E>, E: Element>(
+    lo: *mut E,
+    hi: *mut E,
+    c: *const f32,
+    s: *const f32,
+) {
     // SAFETY: as the caller guarantees.
     unsafe {
-        let (xv, yv) = half(V::load(lo), V::load(hi), V::load(c), V::load(s));
-        xv.store(lo);
-        yv.store(hi);
+        let (xv, yv) = half(
+            V::load_values(lo),
+            V::load_values(hi),
+            V::load(c),
+            V::load(s),
+        );
+        xv.store_values(lo);
+        yv.store_values(hi);
     }
 }
 
@@ -423,8 +544,8 @@ const REGISTER_VECTORS: usize = 8;
 /// As for [`rotate_segments`]; moreover `2·pairs = head_dim = N · LANES` (interleaved) or
 /// `pairs = N · LANES` with `2·pairs = head_dim` (half).
 #[inline(always)]
-unsafe fn rotate_in_registers<V: Vector, const N: usize>(
-    x: &mut [f32],
+unsafe fn rotate_in_registers<V: Stored<E>, E: Element, const N: usize>(
+    x: &mut [E],
     head_dim: usize,
     layout: Layout,
     angles: Angles,
@@ -458,8 +579,8 @@ unsafe fn rotate_in_registers<V: Vector, const N: usize>(
         unsafe {
             let p = base.add(head);
             match layout {
-                Layout::Interleaved => interleaved_head_from_registers::<V, N>(p, &a, &b),
-                Layout::Half => half_head_from_registers::<V, N>(p, &a, &b),
+                Layout::Interleaved => interleaved_head_from_registers::<V, E, N>(p, &a, &b),
+                Layout::Half => half_head_from_registers::<V, E, N>(p, &a, &b),
             }
         }
         head += head_dim;
@@ -472,15 +593,16 @@ unsafe fn rotate_in_registers<V: Vector, const N: usize>(
 ///
 /// `V`'s instruction set is available; `N·LANES` floats readable and writable at `p`.
 #[inline(always)]
-unsafe fn interleaved_head_from_registers<V: Vector, const N: usize>(
-    p: *mut f32,
+unsafe fn interleaved_head_from_registers<V: Stored<E>, E: Element, const N: usize>(
+    p: *mut E,
     a: &[V; N],
     b: &[V; N],
 ) {
     for j in 0..N {
         // SAFETY: vector `j` of the head (caller).
         unsafe {
-            interleaved(V::load(p.add(j * V::LANES)), a[j], b[j]).store(p.add(j * V::LANES));
+            let q = p.add(j * V::LANES);
+            interleaved(V::load_values(q), a[j], b[j]).store_values(q);
         }
     }
 }
@@ -492,14 +614,18 @@ unsafe fn interleaved_head_from_registers<V: Vector, const N: usize>(
 ///
 /// `V`'s instruction set is available; `2·N·LANES` floats readable and writable at `p`.
 #[inline(always)]
-unsafe fn half_head_from_registers<V: Vector, const N: usize>(p: *mut f32, a: &[V; N], b: &[V; N]) {
+unsafe fn half_head_from_registers<V: Stored<E>, E: Element, const N: usize>(
+    p: *mut E,
+    a: &[V; N],
+    b: &[V; N],
+) {
     for j in 0..N {
         // SAFETY: vectors `j` and `N + j` of the head (caller).
         unsafe {
             let (lo, hi) = (p.add(j * V::LANES), p.add((N + j) * V::LANES));
-            let (xv, yv) = half(V::load(lo), V::load(hi), a[j], b[j]);
-            xv.store(lo);
-            yv.store(hi);
+            let (xv, yv) = half(V::load_values(lo), V::load_values(hi), a[j], b[j]);
+            xv.store_values(lo);
+            yv.store_values(hi);
         }
     }
 }
@@ -517,8 +643,8 @@ unsafe fn half_head_from_registers<V: Vector, const N: usize>(p: *mut f32, a: &[
 /// every line readable for the other vectors.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn line_in_registers<V: Vector, const N: usize>(
-    lines: &mut [f32],
+unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize>(
+    lines: &mut [E],
     line_len: usize,
     token_len: usize,
     head_dim: usize,
@@ -583,8 +709,10 @@ unsafe fn line_in_registers<V: Vector, const N: usize>(
                 unsafe {
                     let p = base.add(head);
                     match layout {
-                        Layout::Interleaved => interleaved_head_from_registers::<V, N>(p, &a, &b),
-                        Layout::Half => half_head_from_registers::<V, N>(p, &a, &b),
+                        Layout::Interleaved => {
+                            interleaved_head_from_registers::<V, E, N>(p, &a, &b)
+                        }
+                        Layout::Half => half_head_from_registers::<V, E, N>(p, &a, &b),
                     }
                 }
                 head += head_dim;
@@ -606,8 +734,8 @@ unsafe fn line_in_registers<V: Vector, const N: usize>(
 ///
 /// As for [`rotate_segments`].
 #[inline(always)]
-unsafe fn rotate<V: Vector>(
-    x: &mut [f32],
+unsafe fn rotate<V: Stored<E>, E: Element>(
+    x: &mut [E],
     head_dim: usize,
     layout: Layout,
     pairs: usize,
@@ -628,13 +756,13 @@ unsafe fn rotate<V: Vector>(
                 // SAFETY: the heads are exactly `n` vectors (checked above); the rest as the
                 // caller guarantees.
                 $($n if exact => unsafe {
-                    rotate_in_registers::<V, $n>(x, head_dim, layout, angles)
+                    rotate_in_registers::<V, E, $n>(x, head_dim, layout, angles)
                 },)*
                 _ => {
                     let (segments, count) = angles.segments(pairs);
                     let segments = segments.get(..count).unwrap_or(&[]);
                     // SAFETY: as the caller guarantees.
-                    unsafe { rotate_segments::<V>(x, head_dim, layout, pairs, segments) }
+                    unsafe { rotate_segments::<V, E>(x, head_dim, layout, pairs, segments) }
                 }
             }
         };
@@ -687,8 +815,8 @@ unsafe fn sum_entries<V: Vector>(out: &mut [[f32; 2]], a: &[[f32; 2]], b: &[[f32
 /// second half at `head + pairs`), `a` and `b` `pairs` entries each; `pairs` is a multiple of
 /// `LANES / 2` (interleaved) or `LANES` (half).
 #[inline(always)]
-unsafe fn summed_head<V: Vector>(
-    head: *mut f32,
+unsafe fn summed_head<V: Stored<E>, E: Element>(
+    head: *mut E,
     a: *const f32,
     b: *const f32,
     pairs: usize,
@@ -716,16 +844,16 @@ unsafe fn summed_head<V: Vector>(
                 // `fmaddsub`/`fmsubadd` apply the sines' signs: the bits of `rotate_row`'s
                 // pre-signed sines (a multiplication by ±1 is exact).
                 #[inline(always)]
-                unsafe fn one<V: Vector>(p: *mut f32, s: V, dir: Direction) {
+                unsafe fn one<V: Stored<E>, E: Element>(p: *mut E, s: V, dir: Direction) {
                     // SAFETY: as for `summed_head`.
                     unsafe {
-                        let x = V::load(p);
+                        let x = V::load_values(p);
                         let t = x.swap_pairs().mul(s.dup_odd());
                         let out = match dir {
                             Direction::Forward => x.fmaddsub(s.dup_even(), t),
                             Direction::Inverse => x.fmsubadd(s.dup_even(), t),
                         };
-                        out.store(p);
+                        out.store_values(p);
                     }
                 }
                 let mut i = 0;
@@ -750,9 +878,9 @@ unsafe fn summed_head<V: Vector>(
                     let hi_sum = sum::<V>(a.add(2 * k + lanes), b.add(2 * k + lanes));
                     let (c, s) = V::deinterleave(lo, hi_sum);
                     let s = s.mul(sign);
-                    let (x, y) = half(V::load(head.add(k)), V::load(hi.add(k)), c, s);
-                    x.store(head.add(k));
-                    y.store(hi.add(k));
+                    let (x, y) = half(V::load_values(head.add(k)), V::load_values(hi.add(k)), c, s);
+                    x.store_values(head.add(k));
+                    y.store_values(hi.add(k));
                     k += lanes;
                 }
             }
@@ -760,8 +888,8 @@ unsafe fn summed_head<V: Vector>(
     }
 }
 
-impl<V: Vector> Kernel for Simd<V> {
-    type Value = f32;
+impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
+    type Value = E;
     type Entry = [f32; 2];
     const ROWS: bool = true;
     const ROW_PAIRS: usize = ROW_PAIRS;
@@ -783,7 +911,7 @@ impl<V: Vector> Kernel for Simd<V> {
     }
 
     #[inline(always)]
-    fn rotate_row(x: &mut [f32], head_dim: usize, pairing: Pairing, row: &Row) {
+    fn rotate_row(x: &mut [E], head_dim: usize, pairing: Pairing, row: &Row) {
         let pairs = pairing.pairs.min(head_dim / 2).min(ROW_PAIRS);
         if head_dim == 0 {
             return;
@@ -798,7 +926,7 @@ impl<V: Vector> Kernel for Simd<V> {
         };
         // SAFETY: as in `prepare`; `pairs ≤ ROW_PAIRS`, `2·pairs ≤ head_dim`; the row's
         // first `2·pairs` floats and a vector of padding are initialised.
-        unsafe { rotate::<V>(x, head_dim, pairing.layout, pairs, angles) }
+        unsafe { rotate::<V, E>(x, head_dim, pairing.layout, pairs, angles) }
     }
 
     #[inline(always)]
@@ -812,7 +940,7 @@ impl<V: Vector> Kernel for Simd<V> {
 
     #[inline(always)]
     fn rotate_line_split(
-        line: &mut [f32],
+        line: &mut [E],
         token_len: usize,
         head_dim: usize,
         pairing: Pairing,
@@ -877,7 +1005,7 @@ impl<V: Vector> Kernel for Simd<V> {
                     // multiples of a vector (`splits`).
                     $($n if exact => unsafe {
                         let line_len = line.len();
-                        line_in_registers::<V, $n>(
+                        line_in_registers::<V, E, $n>(
                             line, line_len, token_len, head_dim, layout, (ra, rb), 0,
                             (first, end), shifted,
                         )
@@ -888,7 +1016,7 @@ impl<V: Vector> Kernel for Simd<V> {
                             let (segments, count) = angles.segments(pairs);
                             let segments = segments.get(..count).unwrap_or(&[]);
                             // SAFETY: as above, from memory.
-                            unsafe { rotate_segments::<V>(token, head_dim, layout, pairs, segments) }
+                            unsafe { rotate_segments::<V, E>(token, head_dim, layout, pairs, segments) }
                         }
                     }
                 }
@@ -900,7 +1028,7 @@ impl<V: Vector> Kernel for Simd<V> {
 
     #[inline(always)]
     fn rotate_grid_split(
-        x: &mut [f32],
+        x: &mut [E],
         lines: usize,
         line_len: usize,
         token_len: usize,
@@ -980,7 +1108,7 @@ impl<V: Vector> Kernel for Simd<V> {
                     // table's first `2·tokens·len` are initialised, and at most `lines` lines
                     // of at most `ROW_PAIRS / len` tokens are rotated.
                     $($n => unsafe {
-                        line_in_registers::<V, $n>(
+                        line_in_registers::<V, E, $n>(
                             x, line_len, token_len, head_dim, layout, row0, row_step,
                             (first, end), shifted,
                         )
@@ -995,7 +1123,7 @@ impl<V: Vector> Kernel for Simd<V> {
 
     #[inline(always)]
     fn rotate_pairs(
-        x: &mut [f32],
+        x: &mut [E],
         head_dim: usize,
         pairing: Pairing,
         first_pair: usize,
@@ -1003,14 +1131,12 @@ impl<V: Vector> Kernel for Simd<V> {
         dir: Direction,
     ) {
         // Runs past a row's reach (rotary dimensions above 512): the scalar loop.
-        <super::scalar::Scalar as Kernel>::rotate_pairs(
-            x, head_dim, pairing, first_pair, angles, dir,
-        );
+        <Scalar<E> as Kernel>::rotate_pairs(x, head_dim, pairing, first_pair, angles, dir);
     }
 
     #[inline(always)]
     fn rotate_pairs_summed(
-        x: &mut [f32],
+        x: &mut [E],
         head_dim: usize,
         pairing: Pairing,
         a: &[[f32; 2]],
@@ -1019,9 +1145,7 @@ impl<V: Vector> Kernel for Simd<V> {
     ) {
         let pairs = pairing.pairs.min(head_dim / 2);
         if pairs == 0 || pairs > ROW_PAIRS {
-            return <super::scalar::Scalar as Kernel>::rotate_pairs_summed(
-                x, head_dim, pairing, a, b, dir,
-            );
+            return <Scalar<E> as Kernel>::rotate_pairs_summed(x, head_dim, pairing, a, b, dir);
         }
         let unit = match pairing.layout {
             Layout::Interleaved => V::LANES / 2,
@@ -1037,7 +1161,7 @@ impl<V: Vector> Kernel for Simd<V> {
                 // instruction set; the head's `2·pairs ≤ d` floats and `pairs` entries of `a`
                 // and `b` from `entry` are in range; `pairs` is a multiple of `unit`.
                 unsafe {
-                    summed_head::<V>(
+                    summed_head::<V, E>(
                         base.add(head),
                         pa.add(2 * entry),
                         pb.add(2 * entry),
@@ -1104,7 +1228,12 @@ macro_rules! mca_region {
 /// readable at `a` and `b`.
 #[cfg(rope2d_mca)]
 #[inline(always)]
-pub(super) unsafe fn mca_regions<V: Vector>(x: *mut f32, a: *const f32, b: *const f32, n: usize) {
+pub(super) unsafe fn mca_regions<V: Stored<f32>>(
+    x: *mut f32,
+    a: *const f32,
+    b: *const f32,
+    n: usize,
+) {
     let lanes = V::LANES;
     // SAFETY: floats `i .. i + 4·LANES` of each array, `i < n`, and the instruction set
     // (caller); the region markers are assembler comments.
@@ -1122,7 +1251,7 @@ pub(super) unsafe fn mca_regions<V: Vector>(x: *mut f32, a: *const f32, b: *cons
         while i < n {
             mca_region!(
                 "interleaved_2v",
-                interleaved_step::<V>(x.add(i), a.add(i), b.add(i))
+                interleaved_step::<V, f32>(x.add(i), a.add(i), b.add(i))
             );
             i += 2 * lanes;
         }
@@ -1130,7 +1259,7 @@ pub(super) unsafe fn mca_regions<V: Vector>(x: *mut f32, a: *const f32, b: *cons
         while i < n {
             mca_region!(
                 "half_2v",
-                half_step::<V>(x.add(i), x.add(i + lanes), a.add(i), b.add(i))
+                half_step::<V, f32>(x.add(i), x.add(i + lanes), a.add(i), b.add(i))
             );
             i += 2 * lanes;
         }
@@ -1140,7 +1269,7 @@ pub(super) unsafe fn mca_regions<V: Vector>(x: *mut f32, a: *const f32, b: *cons
         while i < n {
             mca_region!(
                 "interleaved_registers_4v",
-                interleaved_head_from_registers::<V, 4>(x.add(i), &ra, &rb)
+                interleaved_head_from_registers::<V, f32, 4>(x.add(i), &ra, &rb)
             );
             i += 4 * lanes;
         }
@@ -1149,7 +1278,7 @@ pub(super) unsafe fn mca_regions<V: Vector>(x: *mut f32, a: *const f32, b: *cons
         while i < n {
             mca_region!(
                 "half_registers_4v",
-                half_head_from_registers::<V, 2>(x.add(i), &ra, &rb)
+                half_head_from_registers::<V, f32, 2>(x.add(i), &ra, &rb)
             );
             i += 4 * lanes;
         }
