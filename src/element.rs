@@ -124,6 +124,11 @@ pub(crate) mod sealed {
         fn as_f32(_: &mut [Self]) -> Option<&mut [f32]> {
             None
         }
+        /// The buffer itself when it is `f16` (which AVX2 converts in a loop built with F16C).
+        #[inline(always)]
+        fn as_f16(_: &mut [Self]) -> Option<&mut [f16]> {
+            None
+        }
         /// The buffer itself when it is `bf16` (which AVX-512 BF16 rounds with its own loop).
         #[inline(always)]
         fn as_bf16(_: &mut [Self]) -> Option<&mut [bf16]> {
@@ -198,7 +203,7 @@ pub(crate) mod sealed {
 
     // Integers: `as` saturates (and maps NaN to 0) after the rounding.
     converted! {
-        f16: F16, integer false, f16::to_f32, f16::from_f32;
+        f16: F16, integer false, f16::to_f32, f16::from_f32, itself as_f16;
         bf16: Bf16, integer false, bf16::to_f32, bf16::from_f32, itself as_bf16;
         i16: I16, integer true, f32::from, |v| round_ties_even(v) as i16, fixed I16;
         i8: I8, integer true, f32::from, |v| round_ties_even(v) as i8, fixed I8;

@@ -137,12 +137,11 @@ pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
         // sound on any CPU.
         return super::scalar::run(job);
     }
-    if E::FORMAT == Format::F16 {
+    match job.retype(E::as_f16) {
         // SAFETY: the CPU supports AVX2, FMA and F16C (`converts`).
-        unsafe { run_avx2_f16c(job) }
-    } else {
+        Ok(job) => unsafe { run_avx2_f16c(job) },
         // SAFETY: the CPU supports AVX2 and FMA (`converts`).
-        unsafe { run_avx2(job) }
+        Err(job) => unsafe { run_avx2(job) },
     }
 }
 
@@ -162,8 +161,8 @@ unsafe fn run_avx2<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
 ///
 /// The CPU must support AVX2, FMA and F16C.
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn run_avx2_f16c<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
-    drive::<Simd<V, E>, A>(job);
+unsafe fn run_avx2_f16c<A: AngleSource>(job: Job<'_, A, half::f16>) {
+    drive::<Simd<V, half::f16>, A>(job);
 }
 
 /// The kernels' loop bodies between `llvm-mca` markers, for `.ci/mca.sh` (only with

@@ -131,7 +131,7 @@ pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
         // `bf16` with AVX-512 BF16: its 512-bit loop at every size (it rounds in one
         // instruction where the 256-bit form takes about ten).
         let job = if super::x86::features() & super::x86::AVX512BF16 != 0 {
-            match job.into_bf16() {
+            match job.retype(E::as_bf16) {
                 // SAFETY: the CPU supports AVX-512F, AVX-512 BF16, AVX2 and FMA (checked).
                 Ok(job) => return unsafe { run_avx512_bf16(job) },
                 Err(job) => job,

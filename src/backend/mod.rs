@@ -223,38 +223,21 @@ pub struct Job<'x, A, V = f32> {
 }
 
 impl<'x, A, E: Element> Job<'x, A, E> {
-    /// The job on `f32` values when `E` is `f32`; otherwise itself, unchanged (for the
-    /// portable backend, which only hosted targets build).
+    /// The job on values of `T` when `E` is `T` (`itself` returns such a buffer as itself:
+    /// `Element::as_f32`, …); otherwise this job, unchanged. How a backend gives one element
+    /// type its own loop without instantiating that loop for the others.
     #[cfg(not(target_os = "none"))]
     #[inline(always)]
-    pub(crate) fn into_f32(self) -> Result<Job<'x, A, f32>, Self> {
-        if E::FORMAT != Format::F32 {
+    pub(crate) fn retype<T: Element>(
+        self,
+        itself: fn(&'x mut [E]) -> Option<&'x mut [T]>,
+    ) -> Result<Job<'x, A, T>, Self> {
+        if E::FORMAT != T::FORMAT {
             return Err(self);
         }
         Ok(Job {
-            // `E` is `f32` (its format): always `Some`.
-            x: E::as_f32(self.x).unwrap_or_default(),
-            token_len: self.token_len,
-            head_dim: self.head_dim,
-            pairing: self.pairing,
-            dir: self.dir,
-            angles: self.angles,
-        })
-    }
-}
-
-#[cfg(all(feature = "avx512", target_arch = "x86_64"))]
-impl<'x, A, E: Element> Job<'x, A, E> {
-    /// The job on `bf16` values when `E` is `bf16`; otherwise itself, unchanged (for the
-    /// AVX-512 BF16 loop).
-    #[inline(always)]
-    pub(crate) fn into_bf16(self) -> Result<Job<'x, A, half::bf16>, Self> {
-        if E::FORMAT != Format::Bf16 {
-            return Err(self);
-        }
-        Ok(Job {
-            // `E` is `bf16` (its format): always `Some`.
-            x: E::as_bf16(self.x).unwrap_or_default(),
+            // `E` is `T` (the same format): always `Some`.
+            x: itself(self.x).unwrap_or_default(),
             token_len: self.token_len,
             head_dim: self.head_dim,
             pairing: self.pairing,

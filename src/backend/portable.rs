@@ -48,7 +48,7 @@ pub(crate) fn fuses<E: Element>(ratio: f32) -> bool {
 /// An `f32` buffer with `wide`; any other element type with the scalar kernel, whose
 /// results are this backend's bit for bit.
 pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
-    match job.into_f32() {
+    match job.retype(E::as_f32) {
         Ok(job) => drive::<Portable, A>(job),
         Err(job) => super::scalar::run(job),
     }
