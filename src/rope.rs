@@ -190,7 +190,7 @@ macro_rules! rotate_in_f32 {
             positions: Po,
             dir: Direction,
         ) {
-            rope.run(x, tokens, ratio, positions, dir);
+            rope.run(x, tokens, Ratio::Tensor(ratio), positions, dir);
         }
     };
 }
@@ -397,19 +397,23 @@ impl<const A: usize, S: Source<A>> Rope<A, S> {
             });
         }
         let tokens = apply::split_tokens(len, shape, self.head_dim, count)?;
-        // Staging (requantised integers, or a backend that does not convert `E` itself)
-        // splits a token between heads when it does not fit; RoPE-Mixed's heads differ and
-        // cannot be split. (Invalid scales are reported after the positions' errors.)
-        let stageable = if fixed_heads.is_some() {
-            tokens.token_len <= STAGE
-        } else {
-            self.head_dim <= STAGE
-        };
+        // (Invalid scales are reported after the positions' errors.)
         let staged = S::ratio::<E>(shape.scales).is_ok_and(|r| S::stages::<E>(self.backend, r));
-        if staged && !stageable {
+        if staged && !self.stageable(tokens.token_len) {
             return Err(Error::ShapeOverflow);
         }
         Ok(tokens)
+    }
+
+    /// Whether tokens of `token_len` values can be staged (requantised integers, or a backend
+    /// that does not convert `E` itself): a token larger than the staging buffer is split
+    /// between heads, except RoPE-Mixed's, whose heads differ.
+    fn stageable(&self, token_len: usize) -> bool {
+        if self.source.heads().is_some() {
+            token_len <= STAGE
+        } else {
+            self.head_dim <= STAGE
+        }
     }
 
     /// The job of a buffer's rotated tokens.
@@ -504,13 +508,68 @@ impl<const A: usize, S: Source<A>> Rope<A, S> {
 
 /// The rotations of the `[f32; 2]` sources, which take every element type in `f32`.
 impl<const A: usize, S: Source<A> + sealed::FloatSource<A>> Rope<A, S> {
+    /// [`rotate`](Self::rotate) for an integer buffer quantised per head: head `h` of every
+    /// token is stored at scale `scales[h].input` and rotated into `scales[h].output`, with
+    /// the rounding, saturation and supported ratios of [`Scales`]; the unrotated prefix is
+    /// requantised head by head likewise. (One scale pair for the whole buffer:
+    /// [`Shape::with_scales`](crate::Shape::with_scales).) Unless every head's ratio is 1, the
+    /// call is staged through the stack buffer, as a requantising `rotate` is.
+    ///
+    /// ```
+    /// use rope2d::{Direction, Grid, Scales, Shape, Table, preset};
+    ///
+    /// let spec = preset::rope_vit(16);
+    /// let mut storage = vec![[0.0f32; 2]; Table::storage_len(&spec, [2, 2])?];
+    /// let table = Table::build(&mut storage, &spec, [2, 2])?;
+    /// let mut q = [64i8; 4 * 2 * 16]; // 2×2 tokens, 2 heads of 16
+    /// let scales = [
+    ///     Scales { input: 0.02, output: 0.04 }, // head 0: halved
+    ///     Scales::SAME,                         // head 1: as stored
+    /// ];
+    /// table.rotate_with_head_scales(&mut q, Shape::heads(2), Grid::new([2, 2]), &scales,
+    ///     Direction::Forward)?;
+    /// assert_eq!(q[0], 32); // token (0, 0) is not moved: head 0 only rescaled
+    /// assert_eq!(q[16], 64);
+    /// # Ok::<(), rope2d::Error>(())
+    /// ```
+    ///
+    /// Errors: those of `rotate`; [`Error::InvalidScales`] when `scales` does not hold one
+    /// entry per head, when `shape` has scales of its own, or when an entry is not supported
+    /// for `E` (floats take only [`Scales::SAME`]). Nothing is written on error.
+    pub fn rotate_with_head_scales<E: Element, Po: Positions<A>>(
+        &self,
+        x: &mut [E],
+        shape: Shape,
+        positions: Po,
+        scales: &[Scales],
+        dir: Direction,
+    ) -> Result<(), Error> {
+        let (tokens, _) = self.check::<E, Po>(x.len(), shape, &positions)?;
+        if scales.len() != shape.heads || shape.scales != Scales::SAME {
+            return Err(Error::InvalidScales);
+        }
+        let mut same = true;
+        for head in scales {
+            same &= head.ratio::<E>()? == 1.0;
+        }
+        let ratio = if same {
+            Ratio::Tensor(1.0)
+        } else if self.stageable(tokens.token_len) {
+            Ratio::Heads(scales)
+        } else {
+            return Err(Error::ShapeOverflow);
+        };
+        self.run(x, tokens, ratio, positions, dir);
+        Ok(())
+    }
+
     /// Rotates a checked buffer: in place (converting as the kernels load and store), or
     /// staged when the backend does not take `E` at this ratio.
     fn run<E: Element, Po: Positions<A>>(
         &self,
         x: &mut [E],
         tokens: apply::Tokens,
-        ratio: f32,
+        ratio: Ratio<'_>,
         positions: Po,
         dir: Direction,
     ) {
@@ -565,7 +624,7 @@ impl<const A: usize, S: Source<A> + sealed::FloatSource<A>> Rope<A, S> {
         &self,
         x: &mut [E],
         tokens: apply::Tokens,
-        ratio: f32,
+        ratio: Ratio<'_>,
         dir: Direction,
         chunks: Chunks,
         whole: impl FnOnce(Job<'_, (), E>),
@@ -574,10 +633,16 @@ impl<const A: usize, S: Source<A> + sealed::FloatSource<A>> Rope<A, S> {
         let (prefix, x) = x
             .split_at_mut_checked(tokens.prefix_len)
             .unwrap_or_default();
-        if self.backend.fuses::<E>(ratio) {
+        // Per-head ratios are staged (all 1 is `Tensor(1.0)`). `f32` always fuses, whatever
+        // the ratio, so that for it everything below folds away (firmware links none of it).
+        let tensor = match ratio {
+            Ratio::Tensor(r) => r,
+            Ratio::Heads(_) => f32::NAN,
+        };
+        if self.backend.fuses::<E>(tensor) {
             return whole(self.job(x, tokens.token_len, dir));
         }
-        requantise(prefix, ratio, self.backend);
+        requantise(prefix, ratio, self.head_dim, self.backend);
         let (head_dim, backend) = (self.head_dim, self.backend);
         staged(
             x,
@@ -868,6 +933,7 @@ impl<'f, const A: usize, P: Plan<A>> Direct<'f, A, P> {
             let here = coords.get(first..first + n).unwrap_or_default();
             self.backend.run(job.with(computed(here)));
         };
+        let ratio = Ratio::Tensor(ratio);
         self.rotate_elements(x, tokens, ratio, dir, chunks, whole, part);
         Ok(())
     }
@@ -878,17 +944,65 @@ const STAGE: usize = if cfg!(target_os = "none") { 512 } else { 4096 };
 /// Tokens a staged rotation converts at a time (their positions are listed on the stack).
 const STAGE_TOKENS: usize = 64;
 
-/// Brings the unrotated prefix of an integer buffer to the output scale (nothing to do when
-/// the scales are the same): every value of a buffer is at one scale after a call.
-fn requantise<E: Element>(prefix: &mut [E], ratio: f32, backend: Backend) {
-    if ratio == 1.0 {
+/// The factor between a call's stored inputs and outputs: one for the whole buffer, or one
+/// per head ([`Rope::rotate_with_head_scales`], every entry checked).
+#[derive(Clone, Copy)]
+enum Ratio<'s> {
+    Tensor(f32),
+    Heads(&'s [Scales]),
+}
+
+impl Ratio<'_> {
+    /// Converts `src` into `dst` (the same length, whole heads of `head_dim` values; the first
+    /// is head `first_head` of its token) to `f32`, each head times its ratio.
+    fn load<E: Element>(
+        self,
+        backend: Backend,
+        src: &[E],
+        dst: &mut [f32],
+        head_dim: usize,
+        first_head: usize,
+    ) {
+        match self {
+            Ratio::Tensor(ratio) => backend.load(src, dst, ratio),
+            Ratio::Heads(scales) => {
+                let mut head = first_head;
+                for (s, d) in src.chunks(head_dim).zip(dst.chunks_mut(head_dim)) {
+                    let ratio = scales.get(head).map_or(Ok(1.0), |s| s.ratio::<E>());
+                    backend.load(s, d, ratio.unwrap_or(1.0));
+                    head = self.next_head(head);
+                }
+            }
+        }
+    }
+
+    /// The head after `head` in a token (a counter, not `% heads`: no division on cores
+    /// without one).
+    fn next_head(self, head: usize) -> usize {
+        match self {
+            Ratio::Heads(scales) if head + 1 < scales.len() => head + 1,
+            _ => 0,
+        }
+    }
+}
+
+/// Brings the unrotated prefix of an integer buffer (whole tokens of `head_dim`-value heads)
+/// to the output scale (nothing to do when the scales are the same): every value of a buffer
+/// is at one scale after a call (per head: each head at its own).
+fn requantise<E: Element>(prefix: &mut [E], ratio: Ratio<'_>, head_dim: usize, backend: Backend) {
+    if let Ratio::Tensor(1.0) = ratio {
         return;
     }
     let mut buffer = [0.0f32; STAGE];
-    for chunk in prefix.chunks_mut(STAGE) {
-        let here = &mut buffer[..chunk.len()];
-        backend.load(chunk, here, ratio);
-        backend.store(here, chunk);
+    // Head by head (a staged call's heads fit the buffer: `check_tokens`).
+    let mut head = 0;
+    for values in prefix.chunks_mut(head_dim.max(1)) {
+        let Some(here) = buffer.get_mut(..values.len()) else {
+            return;
+        };
+        ratio.load(backend, values, here, head_dim, head);
+        backend.store(here, values);
+        head = ratio.next_head(head);
     }
 }
 
@@ -900,7 +1014,7 @@ struct Chunks {
 }
 
 /// Rotates `x` (the rotated tokens of a checked buffer of `E`) in `f32`: up to [`STAGE`]
-/// values at a time are converted into a stack buffer (times `ratio` for integer types),
+/// values at a time are converted into a stack buffer (times the ratio for integer types),
 /// rotated by `rotate(buffer, token_len, first_token, tokens)` and rounded back. A token
 /// larger than the buffer is split between whole heads (`rotate` sees the same
 /// `first_token` once per group of heads).
@@ -908,7 +1022,7 @@ fn staged<E: Element>(
     x: &mut [E],
     tokens: apply::Tokens,
     head_dim: usize,
-    ratio: f32,
+    ratio: Ratio<'_>,
     backend: Backend,
     chunks: Chunks,
     mut rotate: impl FnMut(&mut [f32], usize, usize, usize),
@@ -937,18 +1051,19 @@ fn staged<E: Element>(
                 return;
             };
             let here = &mut buffer[..chunk.len()];
-            backend.load(chunk, here, ratio);
+            ratio.load(backend, chunk, here, head_dim, 0);
             rotate(here, token_len, first, n);
             backend.store(here, chunk);
             first += n;
         }
     } else {
         // `check_tokens` made sure that a head fits.
-        let group = (STAGE / head_dim).max(1) * head_dim;
+        let per_group = (STAGE / head_dim).max(1);
+        let group = per_group * head_dim;
         for (t, token) in x.chunks_mut(token_len).enumerate() {
-            for heads in token.chunks_mut(group) {
+            for (g, heads) in token.chunks_mut(group).enumerate() {
                 let here = &mut buffer[..heads.len()];
-                backend.load(heads, here, ratio);
+                ratio.load(backend, heads, here, head_dim, g * per_group);
                 rotate(here, heads.len(), t, 1);
                 backend.store(here, heads);
             }

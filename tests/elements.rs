@@ -10,13 +10,15 @@
 //!   stored inputs — within 1 ulp of the type unless the rotation cancels below
 //!   `2⁻¹²·(|a| + |b|)` (f16) — and integers within 1 LSB of `round(exact · ratio)`,
 //!   saturated.
+//! - **Per-head scales** (`rotate_with_head_scales`): each head (prefix included) bit for bit
+//!   what a per-tensor call at that head's scales gives it, on every backend.
 //! - Errors: invalid scales, scales on floats, a RoPE-Mixed token larger than the stage;
 //!   nothing written on error.
 
 use rope2d::half::{bf16, f16};
 use rope2d::{
-    Backend, Direct, Direction, Element, Error, Grid, Layout, LearnedFreqs, Run, Shape, Table,
-    preset,
+    Backend, Direct, Direction, Element, Error, Grid, Layout, LearnedFreqs, Run, Scales, Shape,
+    Table, preset,
 };
 
 fn backends() -> Vec<Backend> {
@@ -541,4 +543,127 @@ fn every_bit_pattern() {
     all(bf16::from_bits);
     all(|b| b as i16);
     all(|b| (b & 0xFF) as u8 as i8);
+}
+
+/// Per-head scales: head `h` of every token (the prefix too) is exactly what `rotate` with
+/// `scales[h]` for the whole buffer gives it; every error leaves the buffer as it was.
+#[test]
+fn per_head_scales() {
+    fn check<E: Ty>() {
+        let (heads, d, prefix) = (3, 16, 1);
+        let spec = preset::rope_vit(d);
+        let mut storage = vec![[0.0f32; 2]; Table::storage_len(&spec, [3, 4]).unwrap()];
+        let table = Table::build(&mut storage, &spec, [3, 4]).unwrap();
+        let grid = Grid::new([3, 4]);
+        let mut rng = Rng(7);
+        let input: Vec<E> = (0..(prefix + 12) * heads * d)
+            .map(|_| E::from_f64(rng.value() * 30.0))
+            .collect();
+        let scales = [
+            Scales {
+                input: 0.02,
+                output: 0.01,
+            }, // doubled: saturates
+            Scales::SAME,
+            Scales {
+                input: 0.3,
+                output: 0.7,
+            },
+        ];
+        let shape = Shape::heads(heads).with_prefix(prefix);
+        for backend in backends() {
+            let table = table.with_backend(backend).unwrap();
+            for dir in [Direction::Forward, Direction::Inverse] {
+                let mut got = input.clone();
+                table
+                    .rotate_with_head_scales(&mut got, shape, grid, &scales, dir)
+                    .unwrap();
+                for (h, s) in scales.iter().enumerate() {
+                    let mut want = input.clone();
+                    let one = shape.with_scales(s.input, s.output);
+                    table.rotate(&mut want, one, grid, dir).unwrap();
+                    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                        if i / d % heads == h {
+                            assert!(
+                                E::same(*g, *w),
+                                "{} {backend:?} head {h} value {i}",
+                                E::NAME
+                            );
+                        }
+                    }
+                }
+                // Every head at ratio 1: exactly `rotate`.
+                let mut got = input.clone();
+                let same = [Scales::SAME; 3];
+                table
+                    .rotate_with_head_scales(&mut got, shape, grid, &same, dir)
+                    .unwrap();
+                let mut want = input.clone();
+                table.rotate(&mut want, shape, grid, dir).unwrap();
+                assert!(got.iter().zip(&want).all(|(g, w)| E::same(*g, *w)));
+            }
+            // Errors: nothing written.
+            let bad: [&[Scales]; 3] = [
+                &scales[..2],
+                &[
+                    scales[0],
+                    scales[1],
+                    Scales {
+                        input: -1.0,
+                        output: 1.0,
+                    },
+                ],
+                &[
+                    scales[0],
+                    scales[1],
+                    Scales {
+                        input: 1.0,
+                        output: f32::NAN,
+                    },
+                ],
+            ];
+            for bad in bad {
+                let mut x = input.clone();
+                let err =
+                    table.rotate_with_head_scales(&mut x, shape, grid, bad, Direction::Forward);
+                assert_eq!(err, Err(Error::InvalidScales));
+                assert!(x.iter().zip(&input).all(|(a, b)| E::same(*a, *b)));
+            }
+            let mut x = input.clone();
+            let scaled = shape.with_scales(0.5, 0.25);
+            let err =
+                table.rotate_with_head_scales(&mut x, scaled, grid, &scales, Direction::Forward);
+            assert_eq!(err, Err(Error::InvalidScales), "scales twice");
+            let mut x = input[1..].to_vec();
+            let err =
+                table.rotate_with_head_scales(&mut x, shape, grid, &scales, Direction::Forward);
+            assert!(matches!(err, Err(Error::BufferLength { .. })));
+        }
+    }
+    check::<i8>();
+    check::<i16>();
+    // Floats take only `Scales::SAME`.
+    let spec = preset::rope_vit(16);
+    let mut storage = vec![[0.0f32; 2]; 16];
+    let table = Table::build(&mut storage, &spec, [2, 2]).unwrap();
+    let mut x = vec![bf16::ONE; 4 * 2 * 16];
+    let same = [Scales::SAME; 2];
+    let grid = Grid::new([2, 2]);
+    assert_eq!(
+        table.rotate_with_head_scales(&mut x, Shape::heads(2), grid, &same, Direction::Forward),
+        Ok(())
+    );
+    let halved = [
+        Scales::SAME,
+        Scales {
+            input: 0.5,
+            output: 1.0,
+        },
+    ];
+    let before = x.clone();
+    assert_eq!(
+        table.rotate_with_head_scales(&mut x, Shape::heads(2), grid, &halved, Direction::Forward),
+        Err(Error::InvalidScales)
+    );
+    assert_eq!(x, before);
 }

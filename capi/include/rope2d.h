@@ -152,6 +152,10 @@ typedef uint32_t rope2d_elem;
 // buffers only.
 #define ROPE2D_ERROR_INVALID_SCALES 31
 
+// A Q15 table (`rope2d_table_build_q15`) rotates only `ROPE2D_I16` and `ROPE2D_I8` buffers at
+// their own scale (no `rope2d_shape` scales), and is built only for `mscale` 1.
+#define ROPE2D_ERROR_FIXED_POINT 32
+
 // An error this version of the C interface has no code for (a newer crate).
 #define ROPE2D_ERROR_UNKNOWN 99
 
@@ -407,6 +411,23 @@ rope2d_status rope2d_table_build(const struct rope2d_spec *spec,
                                  float *storage,
                                  size_t entries,
                                  struct rope2d_rope *out);
+
+// `rope2d_table_build` in Q15: `[cos, sin]` entries as `int16_t` pairs (32 767 ≈ 1), built
+// with integer arithmetic only, into `storage` (`2 · entries` `int16_t`s, exactly
+// `rope2d_table_storage_len` entries). The rotation `out` takes `ROPE2D_I16` and `ROPE2D_I8`
+// buffers through the `_elem` calls and rotates them in fixed point —
+// `round((a·c − b·s) / 2^15)`, saturated — with no floating point at all (a core without
+// an FPU links no float routine for it); anything else is `ROPE2D_ERROR_FIXED_POINT`, as
+// is a spec whose `mscale` is not 1.
+//
+// # Safety
+// As `rope2d_table_build`, with `storage` `2 · entries` writable `int16_t`s.
+rope2d_status rope2d_table_build_q15(const struct rope2d_spec *spec,
+                                     const size_t *extents,
+                                     size_t axes,
+                                     int16_t *storage,
+                                     size_t entries,
+                                     struct rope2d_rope *out);
 
 // A tableless rotation by `spec` into `out`: each token's angles computed from its
 // positions (any integer position, no storage). The spec's coordinates must be plain

@@ -33,8 +33,8 @@ use core::mem::{align_of, size_of};
 use rope2d::half::{bf16, f16};
 use rope2d::preset::{self, AxisOrder};
 use rope2d::{
-    AnglePrecision, Backend, Direct, Direction, Element, Error, Grid, Layout, Rope, Shape, Source,
-    Spec, Table,
+    AnglePrecision, Backend, Direct, Direction, Element, Error, Grid, Layout, Q15Table, Rope,
+    Shape, Source, Spec, Table,
 };
 
 /// The result of every fallible call: `ROPE2D_OK` (0) or one of the `ROPE2D_ERROR_*` codes.
@@ -98,6 +98,9 @@ pub const ROPE2D_ERROR_TABLE_COORDS: rope2d_status = 30;
 /// `rope2d_shape`'s scales: finite and positive with a ratio in [2^-64, 2^64], integer
 /// buffers only.
 pub const ROPE2D_ERROR_INVALID_SCALES: rope2d_status = 31;
+/// A Q15 table (`rope2d_table_build_q15`) rotates only `ROPE2D_I16` and `ROPE2D_I8` buffers at
+/// their own scale (no `rope2d_shape` scales), and is built only for `mscale` 1.
+pub const ROPE2D_ERROR_FIXED_POINT: rope2d_status = 32;
 /// An error this version of the C interface has no code for (a newer crate).
 pub const ROPE2D_ERROR_UNKNOWN: rope2d_status = 99;
 
@@ -221,6 +224,9 @@ enum AnyRope {
     Direct1(Direct<'static, 1>),
     Direct2(Direct<'static, 2>),
     Direct3(Direct<'static, 3>),
+    Q15_1(Q15Table<'static, 1>),
+    Q15_2(Q15Table<'static, 2>),
+    Q15_3(Q15Table<'static, 3>),
 }
 
 /// `repr(C)`: the magic word comes first, where `rope_of` reads it as a plain `u64`.
@@ -252,6 +258,9 @@ macro_rules! with_rope {
             AnyRope::Direct1(ref $r) => $body,
             AnyRope::Direct2(ref $r) => $body,
             AnyRope::Direct3(ref $r) => $body,
+            AnyRope::Q15_1(ref $r) => $body,
+            AnyRope::Q15_2(ref $r) => $body,
+            AnyRope::Q15_3(ref $r) => $body,
         }
     };
 }
@@ -291,6 +300,7 @@ fn status(error: Error) -> rope2d_status {
         Error::BackendUnavailable => ROPE2D_ERROR_BACKEND_UNAVAILABLE,
         Error::TableCoords => ROPE2D_ERROR_TABLE_COORDS,
         Error::InvalidScales => ROPE2D_ERROR_INVALID_SCALES,
+        Error::FixedPoint => ROPE2D_ERROR_FIXED_POINT,
         _ => ROPE2D_ERROR_UNKNOWN,
     }
 }
@@ -457,12 +467,10 @@ fn check_pointer<T>(ptr: *const T, len: usize) -> Result<(), rope2d_status> {
 }
 
 /// The byte range of `len` floats at `ptr`.
+/// The byte range of `len` values of `T` at `ptr`.
 fn range<T>(ptr: *const T, len: usize) -> (usize, usize) {
     let start = ptr as usize;
-    (
-        start,
-        start.wrapping_add(len.wrapping_mul(size_of::<f32>())),
-    )
+    (start, start.wrapping_add(len.wrapping_mul(size_of::<T>())))
 }
 
 fn overlaps(a: (usize, usize), b: (usize, usize)) -> bool {
@@ -532,6 +540,9 @@ pub extern "C" fn rope2d_status_message(status: rope2d_status) -> *const c_char 
         ROPE2D_ERROR_TABLE_COORDS => "tableless rotation needs index coordinates\0",
         ROPE2D_ERROR_INVALID_SCALES => {
             "scales: finite, positive, ratio in [2^-64, 2^64], integer buffers only\0"
+        }
+        ROPE2D_ERROR_FIXED_POINT => {
+            "Q15 table: int16/int8 buffers at their own scale only, mscale 1\0"
         }
         _ => "unknown rope2d status\0",
     };
@@ -1111,6 +1122,65 @@ pub unsafe extern "C" fn rope2d_table_build(
     }
 }
 
+/// `rope2d_table_build` in Q15: `[cos, sin]` entries as `int16_t` pairs (32 767 ≈ 1), built
+/// with integer arithmetic only, into `storage` (`2 · entries` `int16_t`s, exactly
+/// `rope2d_table_storage_len` entries). The rotation `out` takes `ROPE2D_I16` and `ROPE2D_I8`
+/// buffers through the `_elem` calls and rotates them in fixed point —
+/// `round((a·c − b·s) / 2^15)`, saturated — with no floating point at all (a core without
+/// an FPU links no float routine for it); anything else is `ROPE2D_ERROR_FIXED_POINT`, as
+/// is a spec whose `mscale` is not 1.
+///
+/// # Safety
+/// As `rope2d_table_build`, with `storage` `2 · entries` writable `int16_t`s.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rope2d_table_build_q15(
+    spec: *const rope2d_spec,
+    extents: *const usize,
+    axes: usize,
+    storage: *mut i16,
+    entries: usize,
+    out: *mut rope2d_rope,
+) -> rope2d_status {
+    fn build<const A: usize>(
+        spec: &Spec<'static, A>,
+        extents: *const usize,
+        axes: usize,
+        storage: *mut i16,
+        entries: usize,
+    ) -> Result<Q15Table<'static, A>, rope2d_status> {
+        // SAFETY: forwarded from the caller.
+        let extents = unsafe { array(extents, axes) }?;
+        let values = entries.checked_mul(2).ok_or(ROPE2D_ERROR_SHAPE_OVERFLOW)?;
+        // SAFETY: forwarded from the caller, who keeps the storage alive and unaliased while
+        // the rotation is used (the documented contract of `rope2d_rope`).
+        let storage: &'static mut [i16] = unsafe { slice_mut(storage, values) }?;
+        let (pairs, _) = storage.as_chunks_mut::<2>();
+        Q15Table::build(pairs, spec, extents).map_err(status)
+    }
+    if out.is_null() {
+        return ROPE2D_ERROR_NULL_POINTER;
+    }
+    // SAFETY: forwarded from the caller.
+    let handle = match unsafe { spec_of(spec) } {
+        Ok(h) => h,
+        Err(e) => return e,
+    };
+    let rope = match handle.spec {
+        AnySpec::One(ref s) => build(s, extents, axes, storage, entries).map(AnyRope::Q15_1),
+        AnySpec::Two(ref s) => build(s, extents, axes, storage, entries).map(AnyRope::Q15_2),
+        AnySpec::Three(ref s) => build(s, extents, axes, storage, entries).map(AnyRope::Q15_3),
+    };
+    match rope {
+        Ok(rope) => {
+            let values = entries.wrapping_mul(2);
+            // SAFETY: `out` is non-null (checked) and writable (caller).
+            unsafe { put_rope(out, range(storage, values), rope) };
+            ROPE2D_OK
+        }
+        Err(e) => e,
+    }
+}
+
 /// A tableless rotation by `spec` into `out`: each token's angles computed from its
 /// positions (any integer position, no storage). The spec's coordinates must be plain
 /// indices (not DINOv3's centred ones).
@@ -1174,6 +1244,9 @@ pub unsafe extern "C" fn rope2d_rope_set_backend(
         AnyRope::Direct1(r) => r.with_backend(backend).map(AnyRope::Direct1),
         AnyRope::Direct2(r) => r.with_backend(backend).map(AnyRope::Direct2),
         AnyRope::Direct3(r) => r.with_backend(backend).map(AnyRope::Direct3),
+        AnyRope::Q15_1(r) => r.with_backend(backend).map(AnyRope::Q15_1),
+        AnyRope::Q15_2(r) => r.with_backend(backend).map(AnyRope::Q15_2),
+        AnyRope::Q15_3(r) => r.with_backend(backend).map(AnyRope::Q15_3),
     };
     match updated {
         Ok(r) => {
@@ -1628,6 +1701,7 @@ mod tests {
             Error::BackendUnavailable,
             Error::TableCoords,
             Error::InvalidScales,
+            Error::FixedPoint,
         ];
         let codes: Vec<_> = errors.iter().map(|&e| status(e)).collect();
         for (i, &c) in codes.iter().enumerate() {
@@ -1797,5 +1871,115 @@ mod tests {
             )
             .unwrap();
         assert_eq!(x, want);
+    }
+
+    #[test]
+    fn q15_tables_match_the_rust_api() {
+        let mut spec = new_spec();
+        let mut rope = new_rope();
+        let extents = [3usize, 5];
+        let mut storage = vec![0i16; 2 * (3 + 5) * 8];
+        let input: Vec<i16> = (0..15 * 2 * 32)
+            .map(|i| ((i as f32 * 0.37).sin() * 30_000.0) as i16)
+            .collect();
+        let mut x = input.clone();
+        let mut x8: Vec<i8> = input.iter().map(|&v| (v >> 8) as i8).collect();
+        let input8 = x8.clone();
+        let shape = rope2d_shape {
+            heads: 2,
+            prefix: 0,
+            input_scale: 0.0,
+            output_scale: 0.0,
+        };
+        // SAFETY: every pointer is valid for the lengths passed; `storage` outlives `rope`.
+        unsafe {
+            assert_eq!(rope2d_spec_rope_vit(32, &mut spec), ROPE2D_OK);
+            let mut entries = 0;
+            let e = extents.as_ptr();
+            assert_eq!(
+                rope2d_table_storage_len(&spec, e, 2, &mut entries),
+                ROPE2D_OK
+            );
+            assert_eq!(entries, storage.len() / 2);
+            let s = rope2d_table_build_q15(&spec, e, 2, storage.as_mut_ptr(), entries, &mut rope);
+            assert_eq!(s, ROPE2D_OK);
+            for (elem, p, n) in [
+                (ROPE2D_I16, x.as_mut_ptr().cast(), x.len()),
+                (ROPE2D_I8, x8.as_mut_ptr().cast(), x8.len()),
+            ] {
+                let s = rope2d_rotate_elem(
+                    &rope,
+                    elem,
+                    p,
+                    n,
+                    shape,
+                    e,
+                    core::ptr::null(),
+                    2,
+                    ROPE2D_FORWARD,
+                );
+                assert_eq!(s, ROPE2D_OK);
+            }
+            // Not a Q15 table's buffer or scales: refused, nothing written.
+            let mut f = vec![0.5f32; x.len()];
+            let s = rope2d_rotate(
+                &rope,
+                f.as_mut_ptr(),
+                f.len(),
+                shape,
+                e,
+                core::ptr::null(),
+                2,
+                0,
+            );
+            assert_eq!(s, ROPE2D_ERROR_FIXED_POINT);
+            assert!(f.iter().all(|&v| v == 0.5));
+            let mut y = input.clone();
+            let scaled = rope2d_shape {
+                input_scale: 0.5,
+                output_scale: 0.25,
+                ..shape
+            };
+            let (p, n) = (y.as_mut_ptr().cast(), y.len());
+            let s = rope2d_rotate_elem(
+                &rope,
+                ROPE2D_I16,
+                p,
+                n,
+                scaled,
+                e,
+                core::ptr::null(),
+                2,
+                ROPE2D_FORWARD,
+            );
+            assert_eq!(s, ROPE2D_ERROR_FIXED_POINT);
+            assert_eq!(y, input);
+            // Q15 cannot hold an mscale above 1.
+            assert_eq!(rope2d_spec_set_mscale(&mut spec, 1.5), ROPE2D_OK);
+            let mut other = new_rope();
+            let s = rope2d_table_build_q15(&spec, e, 2, storage.as_mut_ptr(), entries, &mut other);
+            assert_eq!(s, ROPE2D_ERROR_FIXED_POINT);
+        }
+        let spec = preset::rope_vit(32);
+        let mut storage = vec![[0i16; 2]; (3 + 5) * 8];
+        let table = Q15Table::build(&mut storage, &spec, extents).unwrap();
+        let (mut want, mut want8) = (input, input8);
+        let grid = Grid::new(extents);
+        let fwd = Direction::Forward;
+        table.rotate(&mut want, Shape::heads(2), grid, fwd).unwrap();
+        table
+            .rotate(&mut want8, Shape::heads(2), grid, fwd)
+            .unwrap();
+        assert_eq!(x, want);
+        assert_eq!(x8, want8);
+    }
+
+    #[test]
+    fn buffer_ranges_count_their_element_size() {
+        let bytes = [0i8; 8];
+        let words = [0i16; 8];
+        let (b, w) = (bytes.as_ptr() as usize, words.as_ptr() as usize);
+        assert_eq!(range(bytes.as_ptr(), 3), (b, b + 3));
+        assert_eq!(range(words.as_ptr(), 3), (w, w + 6));
     }
 }

@@ -32,7 +32,10 @@
 //!   gives the bits of `rotate_at` at those positions enumerated here from the documented
 //!   orders (row-major grids, runs, pieces, merge windows); a `FixedTable` gives the bits
 //!   of the `Table`; and a table agrees with tableless rotation (`Direct`) of the same spec
-//!   to within rounding.
+//!   to within rounding;
+//! - `rotate_with_head_scales` on an `i8` buffer gives each head exactly what `rotate_at`
+//!   with that head's scales gives it, and fails (writing nothing) exactly when one of those
+//!   calls fails or an entry is invalid.
 #![no_main]
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
@@ -40,7 +43,7 @@ use libfuzzer_sys::fuzz_target;
 use rope2d::preset::{HfRope, HfScaling};
 use rope2d::{
     AnglePrecision, Backend, Coords, Direct, Direction, Error, FixedTable, FreqIndex, Freqs, Grid,
-    Interleaved, Layout, LearnedFreqs, PerPair, Piece, Plan, Q15Table, Rope, Run, Section,
+    Interleaved, Layout, LearnedFreqs, PerPair, Piece, Plan, Q15Table, Rope, Run, Scales, Section,
     Sections, Shape, Source, Spec, Summed, Table,
 };
 
@@ -842,6 +845,7 @@ fn table_case<const A: usize, P: Plan<A>>(
         }
     }
     q15_case(u, spec, facts, extents, &table)?;
+    per_head_case(u, &table, facts.heads, extents)?;
     // The same spec without a table, where it can go without one.
     let direct = if spec.coords.iter().all(|c| *c == Coords::Index) {
         let mut e = spec_e.clone();
@@ -891,6 +895,83 @@ fn table_case<const A: usize, P: Plan<A>>(
         });
     }
     calls(u, &table, &rot, &twins, None)
+}
+
+/// Per-head scales on an `i8` buffer of a few tokens at random positions of the table: each
+/// head bit for bit what `rotate_at` at that head's scales gives it; an error (nothing
+/// written) exactly when an entry is invalid or one of those calls fails.
+fn per_head_case<const A: usize, P: Plan<A>>(
+    u: &mut Unstructured<'_>,
+    table: &Table<'_, A, P>,
+    fixed_heads: Option<usize>,
+    extents: [usize; A],
+) -> Result<()> {
+    let heads = match fixed_heads {
+        Some(h) => h,
+        None => u.int_in_range(1..=3)?,
+    };
+    let tokens: usize = u.int_in_range(1..=3)?;
+    let len = tokens
+        .checked_mul(heads)
+        .and_then(|n| n.checked_mul(table.head_dim()));
+    let Some(len) = len.filter(|&n| n <= 1 << 14) else {
+        return Ok(());
+    };
+    let mut positions = vec![[0u32; A]; tokens];
+    for p in &mut positions {
+        for (c, &n) in p.iter_mut().zip(&extents) {
+            *c = u.int_in_range(0..=n.saturating_sub(1).min(u32::MAX as usize) as u32)?;
+        }
+    }
+    let input: Vec<i8> = (0..len).map(|_| u.arbitrary()).collect::<Result<_>>()?;
+    const CHOICES: [(f32, f32); 5] = [
+        (1.0, 1.0),
+        (0.02, 0.01),
+        (0.3, 0.7),
+        (1.0, 3.0),
+        (-1.0, 1.0),
+    ];
+    let mut scales = Vec::with_capacity(heads);
+    for _ in 0..heads {
+        let &(input, output) = u.choose(&CHOICES)?;
+        scales.push(Scales { input, output });
+    }
+    let dir = direction(u)?;
+    let shape = Shape::heads(heads);
+    let mut got = input.clone();
+    let outcome =
+        table.rotate_with_head_scales(&mut got, shape, positions.as_slice(), &scales, dir);
+    let mut failed = Vec::new();
+    for (h, s) in scales.iter().enumerate() {
+        let mut want = input.clone();
+        let one = shape.with_scales(s.input, s.output);
+        match table.rotate_at(&mut want, one, &positions, dir) {
+            Ok(()) if outcome.is_ok() => {
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    if i / table.head_dim() % heads == h {
+                        assert_eq!(g, w, "per-head scales {scales:?}: head {h} value {i}");
+                    }
+                }
+            }
+            Ok(()) => {}
+            Err(e) => failed.push(e),
+        }
+    }
+    // Invalid entries are reported before the staging limit: any head's error may come.
+    match outcome {
+        Ok(()) => assert!(
+            failed.is_empty(),
+            "per-head scales {scales:?}: Ok, but per tensor {failed:?}"
+        ),
+        Err(e) => {
+            assert!(
+                failed.contains(&e),
+                "per-head scales {scales:?}: {e:?}, per tensor {failed:?}"
+            );
+            assert_eq!(got, input, "per-head scales: written on {e:?}");
+        }
+    }
+    Ok(())
 }
 
 /// The Q15 table of a spec whose `f32` table built: refused (storage untouched) unless

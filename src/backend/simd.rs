@@ -19,6 +19,11 @@ use super::{Kernel, Pairing};
 use crate::config::{Direction, Layout};
 use crate::element::{Element, sealed::Format};
 
+// The large loops below are `inline(always)` in optimised builds only: inlined at every call
+// site of an unoptimised build, where nothing is shared or folded, they made one driver
+// function per element type and angle source gigabytes of compiler IR (the fuzz targets'
+// debug builds ran out of memory).
+
 /// Pairs a [`Row`] holds: rotary dimensions up to 512 (longer heads take the kernel's
 /// [`Kernel::rotate_pairs`] run by run).
 pub(super) const ROW_PAIRS: usize = 256;
@@ -361,7 +366,8 @@ impl Angles {
 /// readable at every index its pairs use plus a vector of padding (see [`Row`]); segment
 /// boundaries but the last are multiples of a vector (`LANES` floats interleaved, `LANES`
 /// pairs half).
-#[inline(always)]
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
 unsafe fn rotate_segments<V: Stored<E>, E: Element>(
     x: &mut [E],
     head_dim: usize,
@@ -543,7 +549,8 @@ const REGISTER_VECTORS: usize = 8;
 ///
 /// As for [`rotate_segments`]; moreover `2·pairs = head_dim = N · LANES` (interleaved) or
 /// `pairs = N · LANES` with `2·pairs = head_dim` (half).
-#[inline(always)]
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
 unsafe fn rotate_in_registers<V: Stored<E>, E: Element, const N: usize>(
     x: &mut [E],
     head_dim: usize,
@@ -642,7 +649,8 @@ unsafe fn half_head_from_registers<V: Stored<E>, E: Element, const N: usize>(
 /// for the vectors of pairs `first .. end` (multiples of a vector), and the row arrays of
 /// every line readable for the other vectors.
 #[allow(clippy::too_many_arguments)]
-#[inline(always)]
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
 unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize>(
     lines: &mut [E],
     line_len: usize,
@@ -733,7 +741,8 @@ unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize>(
 /// # Safety
 ///
 /// As for [`rotate_segments`].
-#[inline(always)]
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
 unsafe fn rotate<V: Stored<E>, E: Element>(
     x: &mut [E],
     head_dim: usize,
@@ -814,7 +823,8 @@ unsafe fn sum_entries<V: Vector>(out: &mut [[f32; 2]], a: &[[f32; 2]], b: &[[f32
 /// `V`'s instruction set is available; `head` holds `2·pairs` floats (the half layout's
 /// second half at `head + pairs`), `a` and `b` `pairs` entries each; `pairs` is a multiple of
 /// `LANES / 2` (interleaved) or `LANES` (half).
-#[inline(always)]
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
 unsafe fn summed_head<V: Stored<E>, E: Element>(
     head: *mut E,
     a: *const f32,
@@ -910,7 +920,8 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         unsafe { prepare::<V>(row, pairing.layout, dir, first_pair, entries) }
     }
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn rotate_row(x: &mut [E], head_dim: usize, pairing: Pairing, row: &Row) {
         let pairs = pairing.pairs.min(head_dim / 2).min(ROW_PAIRS);
         if head_dim == 0 {
@@ -938,7 +949,8 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         first.is_multiple_of(unit) && len.is_multiple_of(unit)
     }
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn rotate_line_split(
         line: &mut [E],
         token_len: usize,
@@ -1026,7 +1038,8 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         true
     }
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn rotate_grid_split(
         x: &mut [E],
         lines: usize,
@@ -1134,7 +1147,8 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         <Scalar<E> as Kernel>::rotate_pairs(x, head_dim, pairing, first_pair, angles, dir);
     }
 
-    #[inline(always)]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn rotate_pairs_summed(
         x: &mut [E],
         head_dim: usize,

@@ -334,6 +334,46 @@ static void element_checks(void) {
     report("error: element type", s == ROPE2D_ERROR_INVALID_ENUM, ROPE2D_OK, -1.0f);
 }
 
+static int16_t q15_table[sizeof axial_table / sizeof axial_table[0]][2];
+static int16_t i16_buf[AXIAL_LEN];
+
+/* A Q15 table (integer arithmetic only) rotating int16 in fixed point: within 2 LSB of the
+ * rounded float rotation of the same values (|a| + |b| <= 2^14: the Q15 bound is 1 LSB, the
+ * float table's own rounding adds at most one more tie); float buffers are refused. */
+static void q15_checks(void) {
+    rope2d_spec spec;
+    rope2d_rope rope, f32_rope;
+    const size_t entries = sizeof q15_table / sizeof q15_table[0];
+    rope2d_status s = rope2d_spec_rope_vit(AXIAL_HEAD_DIM, &spec);
+    if (s == ROPE2D_OK) {
+        s = rope2d_table_build_q15(&spec, axial_extents, 2, &q15_table[0][0], entries, &rope);
+    }
+    if (s == ROPE2D_OK) {
+        s = rope2d_table_build(&spec, axial_extents, 2, &axial_table[0][0], entries, &f32_rope);
+    }
+    for (size_t i = 0; i < AXIAL_LEN; i++) {
+        float v = axial_input[i] * 2048.0f;
+        v = v > 8191.0f ? 8191.0f : v < -8191.0f ? -8191.0f : v;
+        i16_buf[i] = (int16_t)((v + 12582912.0f) - 12582912.0f);
+        q[i] = (float)i16_buf[i];
+    }
+    rope2d_shape shape = {.heads = AXIAL_HEADS, .prefix = 0};
+    if (s == ROPE2D_OK) {
+        s = rope2d_rotate(&f32_rope, q, AXIAL_LEN, shape, axial_extents, NULL, 2, ROPE2D_FORWARD);
+    }
+    if (s == ROPE2D_OK) {
+        s = rope2d_rotate_elem(&rope, ROPE2D_I16, i16_buf, AXIAL_LEN, shape, axial_extents, NULL,
+                               2, ROPE2D_FORWARD);
+    }
+    int ok = s == ROPE2D_OK;
+    for (size_t i = 0; ok && i < AXIAL_LEN; i++) {
+        ok = absf((float)i16_buf[i] - q[i]) <= 2.0f;
+    }
+    report("Q15 table, int16 buffer within 2 LSB of the float rotation", ok, s, -1.0f);
+    s = rope2d_rotate(&rope, q, AXIAL_LEN, shape, axial_extents, NULL, 2, ROPE2D_FORWARD);
+    report("error: float buffer on a Q15 table", s == ROPE2D_ERROR_FIXED_POINT, ROPE2D_OK, -1.0f);
+}
+
 int rope2d_c_checks(void (*out)(const char *s)) {
     print = out;
     passed = failed = 0;
@@ -367,6 +407,7 @@ int rope2d_c_checks(void (*out)(const char *s)) {
 
     axial_checks();
     element_checks();
+    q15_checks();
 
     rope2d_spec spec;
     rope2d_status s = rope2d_spec_wan(WAN_HEAD_DIM, 10000.0, &spec);
