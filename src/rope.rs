@@ -7,7 +7,7 @@ use core::fmt;
 
 use crate::apply;
 use crate::backend::{
-    self, Backend, Computed, ComputedFreqs, IntegerCoords, Job, Pairing, RealCoords, Tables,
+    Backend, Computed, ComputedFreqs, IntegerCoords, Job, Pairing, RealCoords, Tables,
 };
 use crate::config::{Coords, Direction, Layout, Shape};
 use crate::element::{
@@ -276,10 +276,12 @@ impl<const A: usize, P: Plan<A>> sealed::SourceImpl<A> for TableAngles<'_, A, P,
         };
         match E::as_fixed(x) {
             Some(FixedSlice::I16(x)) => {
-                backend::run_q15(rope.job(x, tokens.token_len, dir).with(angles));
+                rope.backend
+                    .run_q15(rope.job(x, tokens.token_len, dir).with(angles));
             }
             Some(FixedSlice::I8(x)) => {
-                backend::run_q15(rope.job(x, tokens.token_len, dir).with(angles));
+                rope.backend
+                    .run_q15(rope.job(x, tokens.token_len, dir).with(angles));
             }
             // Refused by `ratio`.
             None => {}

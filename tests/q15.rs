@@ -451,26 +451,91 @@ fn golden_files_in_q15() {
     }
 }
 
-#[test]
-fn every_backend_gives_the_same_bits() {
-    let spec = preset::rope_vit(32);
-    let mut qs = vec![[0i16; 2]; Table::storage_len(&spec, [6, 6]).unwrap()];
-    let table = Q15Table::build(&mut qs, &spec, [6, 6]).unwrap();
+/// Every backend against `Scalar`, bit for bit: both layouts and directions; sections of
+/// pair counts that are and are not whole vector blocks, starting anywhere in the head
+/// (d = 44: 11 pairs per axis); full-scale values (saturation); an unaligned buffer with a
+/// prefix; 1-D (one 64-pair section, a partial rotary of 8 pairs) and 3-D grids; q and k.
+fn backends_match_scalar<V: Fixed>() {
     let mut rng = Rng(7);
-    let input: Vec<i16> = random(&mut rng, 36 * 2 * 32);
-    let mut first = None;
-    for &backend in Backend::ALL.iter().filter(|b| b.is_available()) {
-        let mut x = input.clone();
-        let t = table.with_backend(backend).unwrap();
-        t.rotate(
-            &mut x,
-            Shape::heads(2),
-            Grid::new([6, 6]),
-            Direction::Forward,
-        )
-        .unwrap();
-        assert_eq!(&x, first.get_or_insert_with(|| x.clone()), "{backend:?}");
+    let backends: Vec<Backend> = Backend::ALL
+        .iter()
+        .copied()
+        .filter(|b| b.is_available())
+        .collect();
+    // Runs `call` on a copy of `len` random values at offset 1 (unaligned) with every
+    // backend and compares each with `Scalar`'s.
+    let mut check = |len: usize, what: &str, call: &dyn Fn(Backend, &mut [V])| {
+        let input: Vec<V> = random(&mut rng, len + 1);
+        let mut expected = input.clone();
+        call(Backend::Scalar, &mut expected[1..]);
+        assert_ne!(expected, input, "{what}: nothing rotated");
+        for &backend in &backends {
+            let mut got = input.clone();
+            call(backend, &mut got[1..]);
+            assert!(got == expected, "{backend:?}, {what}: not the scalar bits");
+        }
+    };
+    for layout in [Layout::Interleaved, Layout::Half] {
+        for dir in DIRS {
+            for d in [16, 44, 64, 96, 128] {
+                let spec = preset::axial(d, layout, preset::AxisOrder::RowFirst, 100.0);
+                let mut qs = vec![[0i16; 2]; Table::storage_len(&spec, [5, 7]).unwrap()];
+                let table = Q15Table::build(&mut qs, &spec, [5, 7]).unwrap();
+                let shape = Shape::heads(3).with_prefix(1);
+                let what = format!("2-D {layout:?} d {d} {dir:?}");
+                check(36 * 3 * d, &what, &|backend, x| {
+                    let t = table.with_backend(backend).unwrap();
+                    t.rotate(x, shape, Grid::new([5, 7]), dir).unwrap();
+                });
+                let what = format!("2-D q and k {layout:?} d {d} {dir:?}");
+                check(2 * 35 * 2 * d, &what, &|backend, x| {
+                    let t = table.with_backend(backend).unwrap();
+                    let (q, k) = x.split_at_mut(35 * 2 * d);
+                    t.rotate_qk(q, k, Shape::heads(2), Grid::new([5, 7]), dir)
+                        .unwrap();
+                });
+            }
+            let spec = preset::rope_1d(128, layout, 500_000.0);
+            let mut qs = vec![[0i16; 2]; Table::storage_len(&spec, [4_096]).unwrap()];
+            let table = Q15Table::build(&mut qs, &spec, [4_096]).unwrap();
+            check(
+                9 * 4 * 128,
+                &format!("1-D {layout:?} {dir:?}"),
+                &|backend, x| {
+                    let t = table.with_backend(backend).unwrap();
+                    t.rotate(x, Shape::heads(4), Run::from([4_000]), dir)
+                        .unwrap();
+                },
+            );
+        }
+        // A partial rotary of 8 pairs (interleaved) and a 3-D grid (interleaved sections).
+        let spec = preset::gpt_neox(64, 0.25, 10_000.0);
+        let mut qs = vec![[0i16; 2]; Table::storage_len(&spec, [64]).unwrap()];
+        let table = Q15Table::build(&mut qs, &spec, [64]).unwrap();
+        check(64 * 2 * 64, "1-D partial rotary", &|backend, x| {
+            let t = table.with_backend(backend).unwrap();
+            t.rotate(x, Shape::heads(2), Run::from([0]), Direction::Forward)
+                .unwrap();
+        });
     }
+    let spec = preset::wan(128, 10_000.0);
+    let mut qs = vec![[0i16; 2]; Table::storage_len(&spec, [2, 3, 5]).unwrap()];
+    let table = Q15Table::build(&mut qs, &spec, [2, 3, 5]).unwrap();
+    check(30 * 2 * 128, "3-D grid", &|backend, x| {
+        let t = table.with_backend(backend).unwrap();
+        t.rotate(x, Shape::heads(2), Grid::new([2, 3, 5]), Direction::Inverse)
+            .unwrap();
+    });
+}
+
+#[test]
+fn every_backend_gives_the_scalar_bits_in_i16() {
+    backends_match_scalar::<i16>();
+}
+
+#[test]
+fn every_backend_gives_the_scalar_bits_in_i8() {
+    backends_match_scalar::<i8>();
 }
 
 #[test]

@@ -30,7 +30,9 @@
 //! - `rope2d/build`: building the 14×14, d = 64 table;
 //! - `rope2d/{vit_s_f16, vit_s_bf16, vit_s_i8, large_bf16}`: the `vit_s` and `large` shapes
 //!   with buffers of `f16`, `bf16` and `i8` (Q7); their `stream` is the same in-place
-//!   negation over a buffer of that type (the same bytes), compiled like `stream`.
+//!   negation over a buffer of that type (the same bytes), compiled like `stream`;
+//! - `rope2d/vit_s_q15`: the `vit_s` shape in `i16` rotated by a Q15 table (integer
+//!   arithmetic only), with the same `stream` over `i16`.
 //!
 //! `cargo bench -p rope2d-bench` (several minutes); `-- rope2d/tiny` for one group.
 
@@ -40,7 +42,8 @@ use std::time::Duration;
 use criterion::{BenchmarkGroup, Criterion, SamplingMode, Throughput, measurement::WallTime};
 use rope2d::half::{bf16, f16};
 use rope2d::{
-    Backend, Direction, Grid, Layout, LearnedFreqs, Plan, Positions, Run, Shape, Spec, Table,
+    Backend, Direction, Grid, Layout, LearnedFreqs, Plan, Positions, Q15Table, Rope, Run, Shape,
+    Source, Spec, Table,
     preset::{self, AxisOrder, HfRope, HfScaling},
 };
 
@@ -427,6 +430,15 @@ impl BenchElement for bf16 {
     }
 }
 
+impl BenchElement for i16 {
+    fn from_unit(v: f32) -> Self {
+        (v * 16_000.0) as i16
+    }
+    fn negate(self) -> Self {
+        self.wrapping_neg()
+    }
+}
+
 impl BenchElement for i8 {
     fn from_unit(v: f32) -> Self {
         (v * 100.0) as i8
@@ -455,13 +467,16 @@ fn stream_elements<E: BenchElement>(x: &mut [E]) {
     }
 }
 
-/// A group over a buffer of `E` (64-byte aligned): `stream` of `E`, every backend, `auto`.
-fn element_group<E: BenchElement>(c: &mut Criterion, name: &str, shape: &ShapeSpec) {
+/// A group over a buffer of `E` (64-byte aligned) rotated by `table` (the `rope_vit` table
+/// of `shape`'s grid): `stream` of `E`, every backend, `auto`.
+fn element_group<E: BenchElement, S: Source<2>>(
+    c: &mut Criterion,
+    name: &str,
+    shape: &ShapeSpec,
+    table: &Rope<2, S>,
+) {
     let extents = [shape.rows, shape.cols];
-    let spec = preset::rope_vit(shape.d);
     let len = shape.rows * shape.cols * shape.heads * shape.d;
-    let mut storage = vec![[0f32; 2]; Table::storage_len(&spec, extents).unwrap()];
-    let table = Table::build(&mut storage, &spec, extents).unwrap();
     let mut owned: Vec<E> = (0..len + 64)
         .map(|i| {
             E::from_unit(
@@ -499,10 +514,22 @@ fn element_group<E: BenchElement>(c: &mut Criterion, name: &str, shape: &ShapeSp
 
 fn elements(c: &mut Criterion) {
     let (vit_s, large) = (&SHAPES[1], &SHAPES[3]);
-    element_group::<f16>(c, "vit_s_f16", vit_s);
-    element_group::<bf16>(c, "vit_s_bf16", vit_s);
-    element_group::<i8>(c, "vit_s_i8", vit_s);
-    element_group::<bf16>(c, "large_bf16", large);
+    let spec = preset::rope_vit(vit_s.d);
+    let extents = [vit_s.rows, vit_s.cols];
+    let n = Table::storage_len(&spec, extents).unwrap();
+    let mut storage = vec![[0f32; 2]; n];
+    let table = Table::build(&mut storage, &spec, extents).unwrap();
+    element_group::<f16, _>(c, "vit_s_f16", vit_s, &table);
+    element_group::<bf16, _>(c, "vit_s_bf16", vit_s, &table);
+    element_group::<i8, _>(c, "vit_s_i8", vit_s, &table);
+    let mut q15_storage = vec![[0i16; 2]; n];
+    let q15 = Q15Table::build(&mut q15_storage, &spec, extents).unwrap();
+    element_group::<i16, _>(c, "vit_s_q15", vit_s, &q15);
+    let spec = preset::rope_vit(large.d);
+    let extents = [large.rows, large.cols];
+    let mut storage = vec![[0f32; 2]; Table::storage_len(&spec, extents).unwrap()];
+    let table = Table::build(&mut storage, &spec, extents).unwrap();
+    element_group::<bf16, _>(c, "large_bf16", large, &table);
 }
 
 criterion::criterion_group!(benches, axial, one_d, models, table_build, elements);

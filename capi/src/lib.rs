@@ -34,7 +34,7 @@ use rope2d::half::{bf16, f16};
 use rope2d::preset::{self, AxisOrder};
 use rope2d::{
     AnglePrecision, Backend, Direct, Direction, Element, Error, Grid, Layout, Q15Table, Rope,
-    Shape, Source, Spec, Table,
+    Sections, Shape, Source, Spec, Table, TableAngles, TableEntry,
 };
 
 /// The result of every fallible call: `ROPE2D_OK` (0) or one of the `ROPE2D_ERROR_*` codes.
@@ -1082,44 +1082,13 @@ pub unsafe extern "C" fn rope2d_table_build(
     entries: usize,
     out: *mut rope2d_rope,
 ) -> rope2d_status {
-    fn build<const A: usize>(
-        spec: &Spec<'static, A>,
-        extents: *const usize,
-        axes: usize,
-        storage: *mut f32,
-        entries: usize,
-    ) -> Result<Table<'static, A>, rope2d_status> {
-        // SAFETY: forwarded from the caller.
-        let extents = unsafe { array(extents, axes) }?;
-        let floats = entries.checked_mul(2).ok_or(ROPE2D_ERROR_SHAPE_OVERFLOW)?;
-        // SAFETY: forwarded from the caller, who keeps the storage alive and unaliased while
-        // the rotation is used (the documented contract of `rope2d_rope`).
-        let storage: &'static mut [f32] = unsafe { slice_mut(storage, floats) }?;
-        let (pairs, _) = storage.as_chunks_mut::<2>();
-        Table::build(pairs, spec, extents).map_err(status)
-    }
-    if out.is_null() {
-        return ROPE2D_ERROR_NULL_POINTER;
-    }
+    let wrap = (
+        AnyRope::Table1 as _,
+        AnyRope::Table2 as _,
+        AnyRope::Table3 as _,
+    );
     // SAFETY: forwarded from the caller.
-    let handle = match unsafe { spec_of(spec) } {
-        Ok(h) => h,
-        Err(e) => return e,
-    };
-    let rope = match handle.spec {
-        AnySpec::One(ref s) => build(s, extents, axes, storage, entries).map(AnyRope::Table1),
-        AnySpec::Two(ref s) => build(s, extents, axes, storage, entries).map(AnyRope::Table2),
-        AnySpec::Three(ref s) => build(s, extents, axes, storage, entries).map(AnyRope::Table3),
-    };
-    match rope {
-        Ok(rope) => {
-            let floats = entries.wrapping_mul(2);
-            // SAFETY: `out` is non-null (checked) and writable (caller).
-            unsafe { put_rope(out, range(storage, floats), rope) };
-            ROPE2D_OK
-        }
-        Err(e) => e,
-    }
+    unsafe { build_table(spec, extents, axes, storage, entries, out, wrap) }
 }
 
 /// `rope2d_table_build` in Q15: `[cos, sin]` entries as `int16_t` pairs (32 767 ≈ 1), built
@@ -1141,21 +1110,59 @@ pub unsafe extern "C" fn rope2d_table_build_q15(
     entries: usize,
     out: *mut rope2d_rope,
 ) -> rope2d_status {
-    fn build<const A: usize>(
+    let wrap = (
+        AnyRope::Q15_1 as _,
+        AnyRope::Q15_2 as _,
+        AnyRope::Q15_3 as _,
+    );
+    // SAFETY: forwarded from the caller.
+    unsafe { build_table(spec, extents, axes, storage, entries, out, wrap) }
+}
+
+/// A table of `[S; 2]` entries over `A` axes: [`Table`] (`f32`) or [`Q15Table`] (`i16`).
+type TableOf<const A: usize, S> = Rope<A, TableAngles<'static, A, Sections<A>, [S; 2]>>;
+
+/// The rotation handle of each axis count's table of `[S; 2]` entries.
+type Wrap<S> = (
+    fn(TableOf<1, S>) -> AnyRope,
+    fn(TableOf<2, S>) -> AnyRope,
+    fn(TableOf<3, S>) -> AnyRope,
+);
+
+/// `rope2d_table_build` for entries of `S` (`f32`, or `i16` in Q15).
+///
+/// # Safety
+/// As `rope2d_table_build`, with `storage` `2 · entries` writable values of `S`.
+unsafe fn build_table<S: 'static>(
+    spec: *const rope2d_spec,
+    extents: *const usize,
+    axes: usize,
+    storage: *mut S,
+    entries: usize,
+    out: *mut rope2d_rope,
+    wrap: Wrap<S>,
+) -> rope2d_status
+where
+    [S; 2]: TableEntry,
+{
+    fn build<const A: usize, S: 'static>(
         spec: &Spec<'static, A>,
         extents: *const usize,
         axes: usize,
-        storage: *mut i16,
+        storage: *mut S,
         entries: usize,
-    ) -> Result<Q15Table<'static, A>, rope2d_status> {
+    ) -> Result<TableOf<A, S>, rope2d_status>
+    where
+        [S; 2]: TableEntry,
+    {
         // SAFETY: forwarded from the caller.
         let extents = unsafe { array(extents, axes) }?;
         let values = entries.checked_mul(2).ok_or(ROPE2D_ERROR_SHAPE_OVERFLOW)?;
         // SAFETY: forwarded from the caller, who keeps the storage alive and unaliased while
         // the rotation is used (the documented contract of `rope2d_rope`).
-        let storage: &'static mut [i16] = unsafe { slice_mut(storage, values) }?;
+        let storage: &'static mut [S] = unsafe { slice_mut(storage, values) }?;
         let (pairs, _) = storage.as_chunks_mut::<2>();
-        Q15Table::build(pairs, spec, extents).map_err(status)
+        TableOf::build(pairs, spec, extents).map_err(status)
     }
     if out.is_null() {
         return ROPE2D_ERROR_NULL_POINTER;
@@ -1166,9 +1173,9 @@ pub unsafe extern "C" fn rope2d_table_build_q15(
         Err(e) => return e,
     };
     let rope = match handle.spec {
-        AnySpec::One(ref s) => build(s, extents, axes, storage, entries).map(AnyRope::Q15_1),
-        AnySpec::Two(ref s) => build(s, extents, axes, storage, entries).map(AnyRope::Q15_2),
-        AnySpec::Three(ref s) => build(s, extents, axes, storage, entries).map(AnyRope::Q15_3),
+        AnySpec::One(ref s) => build(s, extents, axes, storage, entries).map(wrap.0),
+        AnySpec::Two(ref s) => build(s, extents, axes, storage, entries).map(wrap.1),
+        AnySpec::Three(ref s) => build(s, extents, axes, storage, entries).map(wrap.2),
     };
     match rope {
         Ok(rope) => {

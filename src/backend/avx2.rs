@@ -78,54 +78,17 @@ pub(crate) fn fuses<E: Element>(ratio: f32) -> bool {
     ratio == 1.0 && converts::<E>()
 }
 
-/// Whether the CPU has everything [`load_avx2`] and [`store_avx2`] are compiled for.
+/// Whether the CPU has everything the staging loops are compiled for.
 #[inline(always)]
 fn stages_in_vectors() -> bool {
     features() & (AVX2_FMA | F16C) == AVX2_FMA | F16C
 }
 
-/// `element::load`, eight values at a time, bit for bit (the staging of requantised integer
-/// buffers).
-pub(crate) fn load<E: Element>(src: &[E], dst: &mut [f32], ratio: f32) {
-    if stages_in_vectors() {
-        // SAFETY: AVX2, FMA and F16C, checked just above.
-        unsafe { load_avx2(src, dst, ratio) }
-    } else {
-        crate::element::load(src, dst, ratio);
-    }
-}
-
-/// `element::store`, eight values at a time, bit for bit.
-pub(crate) fn store<E: Element>(src: &[f32], dst: &mut [E]) {
-    if stages_in_vectors() {
-        // SAFETY: as in `load`.
-        unsafe { store_avx2(src, dst) }
-    } else {
-        crate::element::store(src, dst);
-    }
-}
-
-/// [`load`]'s loop, compiled with AVX2, FMA and F16C.
-///
-/// # Safety
-///
-/// The CPU must support AVX2, FMA and F16C.
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn load_avx2<E: Element>(src: &[E], dst: &mut [f32], ratio: f32) {
-    // SAFETY: as the caller guarantees.
-    unsafe { super::simd::load_array::<V, E>(src, dst, ratio) }
-}
-
-/// [`store`]'s loop, compiled like [`load_avx2`].
-///
-/// # Safety
-///
-/// As for [`load_avx2`].
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn store_avx2<E: Element>(src: &[f32], dst: &mut [E]) {
-    // SAFETY: as the caller guarantees.
-    unsafe { super::simd::store_array::<V, E>(src, dst) }
-}
+super::simd::staging!(
+    V,
+    features = "avx2,fma,f16c",
+    available = stages_in_vectors()
+);
 
 // Inlined: the job goes straight to the `#[target_feature]` loop, not through one more
 // out-of-line copy (a few ns of a small call).
@@ -163,6 +126,219 @@ unsafe fn run_avx2<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn run_avx2_f16c<A: AngleSource>(job: Job<'_, A, half::f16>) {
     drive::<Simd<V, half::f16>, A>(job);
+}
+
+pub(crate) use q15::run_q15;
+
+/// Q15 tables on `i16` and `i8` buffers: the scalar kernel with its pair loop in 256-bit
+/// integer vectors ([`Q15Blocks`](super::simd::Q15Blocks)). `vpmaddwd` forms each output's `a·c − b·s` exactly in 32 bits,
+/// as the scalar code does; `+2¹⁴`, `>> 15` and the saturating packs round and saturate
+/// alike: bit for bit the scalar results. RoPE-Mixed's summed entries and the pairs after
+/// the last whole block take the scalar code.
+mod q15 {
+    use super::super::scalar::{Fixed, Scalar};
+    use super::super::simd::{Q15Blocks, Q15Vectors};
+    use super::super::{AngleSource, Job, Pairing, drive};
+    use crate::config::{Direction, Layout};
+    use core::arch::x86_64::{
+        __m256i, _mm_loadu_si128, _mm_storeu_si128, _mm256_add_epi32, _mm256_castsi256_si128,
+        _mm256_cvtepi8_epi16, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_packs_epi16,
+        _mm256_packs_epi32, _mm256_permute2x128_si256, _mm256_permute4x64_epi64, _mm256_set1_epi32,
+        _mm256_setr_epi8, _mm256_shuffle_epi8, _mm256_sign_epi16, _mm256_srai_epi32,
+        _mm256_storeu_si256, _mm256_unpackhi_epi16, _mm256_unpacklo_epi16,
+    };
+
+    /// A Q15 table's job: the integer loop on CPUs with AVX2, else the scalar kernel.
+    pub(crate) fn run_q15<V: Fixed, A: AngleSource<[i16; 2]>>(job: Job<'_, A, V>) {
+        if super::is_available() {
+            // SAFETY: the CPU supports AVX2, checked just above.
+            unsafe { run(job) }
+        } else {
+            super::super::scalar::run_q15(job);
+        }
+    }
+
+    /// The driver loop, compiled with AVX2 so that the block loop's intrinsics inline.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    unsafe fn run<V: Fixed, A: AngleSource<[i16; 2]>>(job: Job<'_, A, V>) {
+        drive::<Scalar<Q15Vectors<V, Avx2>>, A>(job);
+    }
+
+    /// The AVX2 pair loop. Only used by [`run`], which runs only on CPUs with AVX2.
+    struct Avx2;
+
+    // SAFETY: `Avx2` is only used by `run`, on CPUs with AVX2, what `blocks` needs.
+    unsafe impl Q15Blocks for Avx2 {
+        #[inline(always)]
+        unsafe fn blocks<V: Fixed>(
+            x: &mut [V],
+            head_dim: usize,
+            pairing: Pairing,
+            first_pair: usize,
+            angles: &[[i16; 2]],
+            dir: Direction,
+        ) -> usize {
+            // SAFETY: AVX2 (see `Avx2`).
+            unsafe { blocks(x, head_dim, pairing, first_pair, angles, dir) }
+        }
+    }
+
+    /// Rotates, in every head of `x`, the whole blocks (8 interleaved pairs, 16 half-layout
+    /// pairs) of pairs `first_pair ..` by `angles`, as the scalar kernel does; returns how
+    /// many of `angles` it took. Blocks outer, heads inner: a block's weights stay in
+    /// registers across the token's heads (a few hundred bytes, in L1).
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support AVX2.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    unsafe fn blocks<V: Fixed>(
+        x: &mut [V],
+        head_dim: usize,
+        pairing: Pairing,
+        first_pair: usize,
+        angles: &[[i16; 2]],
+        dir: Direction,
+    ) -> usize {
+        let rotary = pairing.pairs.min(head_dim / 2);
+        let n = angles.len().min(rotary.saturating_sub(first_pair));
+        let block = match pairing.layout {
+            Layout::Interleaved => 8,
+            Layout::Half => 16,
+        };
+        let done = n - n % block;
+        // SAFETY: AVX2 (caller); every load and store is of a subslice (checked by slicing).
+        unsafe {
+            // `vpsignw` multipliers: the forward rotation's first weights are `[c, −s]`, its
+            // second `[s, c]`; the inverse's `[c, s]` and `[−s, c]` (entries are at most
+            // 32 767 in magnitude: negating one is exact).
+            const KEEP: i32 = 0x0001_0001;
+            const NEGATE_HIGH: i32 = 0xFFFF_0001_u32 as i32;
+            const NEGATE_LOW: i32 = 0x0001_FFFF;
+            let (m1, m2) = match dir {
+                Direction::Forward => (NEGATE_HIGH, KEEP),
+                Direction::Inverse => (KEEP, NEGATE_LOW),
+            };
+            let signs = (_mm256_set1_epi32(m1), _mm256_set1_epi32(m2));
+            match pairing.layout {
+                Layout::Interleaved => {
+                    // Per 128-bit lane, `[a'0..3, b'0..3]` → `[a'0, b'0, a'1, b'1, …]`.
+                    let zip = _mm256_setr_epi8(
+                        0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15, 0, 1, 8, 9, 2, 3, 10,
+                        11, 4, 5, 12, 13, 6, 7, 14, 15,
+                    );
+                    for i in (0..done).step_by(8) {
+                        let (w1, w2) = weights(entries(angles, i), signs);
+                        let p = 2 * (first_pair + i);
+                        for head in x.chunks_exact_mut(head_dim) {
+                            let v = &mut head[p..p + 16];
+                            let ab = load(v);
+                            let a = round(_mm256_madd_epi16(ab, w1));
+                            let b = round(_mm256_madd_epi16(ab, w2));
+                            store(v, _mm256_shuffle_epi8(_mm256_packs_epi32(a, b), zip));
+                        }
+                    }
+                }
+                Layout::Half => {
+                    for i in (0..done).step_by(16) {
+                        let (e0, e1) = (entries(angles, i), entries(angles, i + 8));
+                        // The entries of the pairs `vpunpcklwd` / `vpunpckhwd` bring together:
+                        // 0–3 and 8–11, 4–7 and 12–15.
+                        let (w1lo, w2lo) =
+                            weights(_mm256_permute2x128_si256::<0x20>(e0, e1), signs);
+                        let (w1hi, w2hi) =
+                            weights(_mm256_permute2x128_si256::<0x31>(e0, e1), signs);
+                        let p = first_pair + i;
+                        for head in x.chunks_exact_mut(head_dim) {
+                            let (lo, hi) = head.split_at_mut(rotary);
+                            let (va, vb) = (&mut lo[p..p + 16], &mut hi[p..p + 16]);
+                            let (a, b) = (load(va), load(vb));
+                            let (l, h) = (_mm256_unpacklo_epi16(a, b), _mm256_unpackhi_epi16(a, b));
+                            // `vpackssdw` undoes the unpacks' lane order: pairs 0–15 in order.
+                            let a = _mm256_packs_epi32(
+                                round(_mm256_madd_epi16(l, w1lo)),
+                                round(_mm256_madd_epi16(h, w1hi)),
+                            );
+                            let b = _mm256_packs_epi32(
+                                round(_mm256_madd_epi16(l, w2lo)),
+                                round(_mm256_madd_epi16(h, w2hi)),
+                            );
+                            store(va, a);
+                            store(vb, b);
+                        }
+                    }
+                }
+            }
+        }
+        done
+    }
+
+    /// Entries `i .. i + 8` of `angles` (32 bytes).
+    #[inline(always)]
+    fn entries(angles: &[[i16; 2]], i: usize) -> __m256i {
+        let e = &angles[i..i + 8];
+        // SAFETY: AVX2 (see `Avx2`); 8 entries, 32 bytes, readable at `e`.
+        unsafe { _mm256_loadu_si256(e.as_ptr().cast()) }
+    }
+
+    /// The weights of entries `e` (`[c, s]` per 32 bits) for `vpmaddwd`: `e` and its swap
+    /// `[s, c]`, their halves negated by `vpsignw` with `signs`.
+    #[inline(always)]
+    fn weights(e: __m256i, signs: (__m256i, __m256i)) -> (__m256i, __m256i) {
+        // SAFETY: AVX2 (see `Avx2`).
+        unsafe {
+            let swap = _mm256_setr_epi8(
+                2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13, 2, 3, 0, 1, 6, 7, 4, 5, 10,
+                11, 8, 9, 14, 15, 12, 13,
+            );
+            let w1 = _mm256_sign_epi16(e, signs.0);
+            let w2 = _mm256_sign_epi16(_mm256_shuffle_epi8(e, swap), signs.1);
+            (w1, w2)
+        }
+    }
+
+    /// `v / 2¹⁵` rounded to nearest, ties up, per 32-bit lane (the scalar `round_q15`).
+    #[inline(always)]
+    fn round(v: __m256i) -> __m256i {
+        // SAFETY: AVX2 (see `Avx2`).
+        unsafe { _mm256_srai_epi32::<15>(_mm256_add_epi32(v, _mm256_set1_epi32(1 << 14))) }
+    }
+
+    /// The 16 values of `v` as 16 `i16` lanes (an `i8` sign-extended).
+    #[inline(always)]
+    fn load<V: Fixed>(v: &[V]) -> __m256i {
+        debug_assert_eq!(v.len(), 16);
+        // SAFETY: AVX2 (see `Avx2`); `V` is `i16` or `i8` (`Fixed`'s only types), 16 of
+        // them readable at `v`.
+        unsafe {
+            if size_of::<V>() == 2 {
+                _mm256_loadu_si256(v.as_ptr().cast())
+            } else {
+                _mm256_cvtepi8_epi16(_mm_loadu_si128(v.as_ptr().cast()))
+            }
+        }
+    }
+
+    /// Stores 16 `i16` lanes into `v`, saturated to `V`.
+    #[inline(always)]
+    fn store<V: Fixed>(v: &mut [V], r: __m256i) {
+        debug_assert_eq!(v.len(), 16);
+        // SAFETY: as in `load`, 16 values writable at `v`.
+        unsafe {
+            if size_of::<V>() == 2 {
+                _mm256_storeu_si256(v.as_mut_ptr().cast(), r);
+            } else {
+                // `[r0..7, r0..7 | r8..15, r8..15]` as bytes: keep qwords 0 and 2.
+                let bytes = _mm256_permute4x64_epi64::<0b1000>(_mm256_packs_epi16(r, r));
+                _mm_storeu_si128(v.as_mut_ptr().cast(), _mm256_castsi256_si128(bytes));
+            }
+        }
+    }
 }
 
 /// The kernels' loop bodies between `llvm-mca` markers, for `.ci/mca.sh` (only with

@@ -16,18 +16,18 @@ use core::arch::x86_64::{
     __m256i, __m512, __m512i, __mmask16, _CMP_ORD_Q, _MM_FROUND_TO_NEAREST_INT, _mm_loadu_si128,
     _mm_storeu_si128, _mm256_loadu_si256, _mm256_storeu_si256, _mm512_add_epi32, _mm512_add_ps,
     _mm512_and_si512, _mm512_castps_si512, _mm512_castsi512_ps, _mm512_cmp_ps_mask,
-    _mm512_cmpgt_epi32_mask, _mm512_cmplt_epu32_mask, _mm512_cvtepi8_epi32, _mm512_cvtepi16_epi32,
-    _mm512_cvtepi32_epi8, _mm512_cvtepi32_epi16, _mm512_cvtepi32_ps, _mm512_cvtepu16_epi32,
-    _mm512_cvtneps_pbh, _mm512_cvtph_ps, _mm512_cvtps_epi32, _mm512_cvtps_ph, _mm512_fmadd_ps,
-    _mm512_fmaddsub_ps, _mm512_fmsub_ps, _mm512_fmsubadd_ps, _mm512_loadu_ps,
-    _mm512_mask_blend_epi32, _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps, _mm512_maskz_mov_ps,
-    _mm512_max_ps, _mm512_min_ps, _mm512_movehdup_ps, _mm512_moveldup_ps, _mm512_mul_ps,
-    _mm512_or_si512, _mm512_permute_ps, _mm512_set1_epi32, _mm512_set1_ps, _mm512_setr_ps,
-    _mm512_slli_epi32, _mm512_srli_epi32, _mm512_storeu_ps, _mm512_sub_epi32,
+    _mm512_cmpgt_epi32_mask, _mm512_cvtepi8_epi32, _mm512_cvtepi16_epi32, _mm512_cvtepi32_epi8,
+    _mm512_cvtepi32_epi16, _mm512_cvtepi32_ps, _mm512_cvtepu16_epi32, _mm512_cvtneps_pbh,
+    _mm512_cvtph_ps, _mm512_cvtps_epi32, _mm512_cvtps_ph, _mm512_fmadd_ps, _mm512_fmaddsub_ps,
+    _mm512_fmsub_ps, _mm512_fmsubadd_ps, _mm512_loadu_ps, _mm512_mask_blend_epi32,
+    _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps, _mm512_maskz_mov_ps, _mm512_max_ps,
+    _mm512_min_ps, _mm512_movehdup_ps, _mm512_moveldup_ps, _mm512_mul_ps, _mm512_or_si512,
+    _mm512_permute_ps, _mm512_set1_epi32, _mm512_set1_ps, _mm512_setr_ps, _mm512_slli_epi32,
+    _mm512_srli_epi32, _mm512_storeu_ps,
 };
 // Miri does not implement `vpermt2ps`: there `deinterleave` goes through memory.
 #[cfg(not(miri))]
-use core::arch::x86_64::{_mm512_permutex2var_ps, _mm512_setr_epi32};
+use core::arch::x86_64::{_mm512_fpclass_ps_mask, _mm512_permutex2var_ps, _mm512_setr_epi32};
 
 use super::simd::{Simd, Stored, Vector};
 use super::{AngleSource, Job, drive};
@@ -80,48 +80,15 @@ pub(crate) fn fuses<E: Element>(ratio: f32) -> bool {
 #[cfg(feature = "avx2")]
 const BEYOND_L2_BYTES: usize = 1 << 20;
 
-/// `element::load`, sixteen values at a time, bit for bit (the staging of requantised
-/// integer buffers).
-pub(crate) fn load<E: Element>(src: &[E], dst: &mut [f32], ratio: f32) {
-    if is_available() {
-        // SAFETY: AVX-512F, AVX2 and FMA, checked just above.
-        unsafe { load_avx512(src, dst, ratio) }
-    } else {
-        crate::element::load(src, dst, ratio);
-    }
-}
+/// Q15 tables: the `avx2` backend's integer loop (AVX-512 implies AVX2), bit for bit the
+/// scalar kernel's results.
+#[cfg(feature = "avx2")]
+pub(crate) use super::avx2::run_q15;
+/// Q15 tables: the scalar integer kernel (built without the `avx2` backend).
+#[cfg(not(feature = "avx2"))]
+pub(crate) use super::scalar::run_q15;
 
-/// `element::store`, sixteen values at a time, bit for bit.
-pub(crate) fn store<E: Element>(src: &[f32], dst: &mut [E]) {
-    if is_available() {
-        // SAFETY: as in `load`.
-        unsafe { store_avx512(src, dst) }
-    } else {
-        crate::element::store(src, dst);
-    }
-}
-
-/// [`load`]'s loop, compiled with AVX-512F, AVX2 and FMA.
-///
-/// # Safety
-///
-/// The CPU must support AVX-512F, AVX2 and FMA.
-#[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn load_avx512<E: Element>(src: &[E], dst: &mut [f32], ratio: f32) {
-    // SAFETY: as the caller guarantees.
-    unsafe { super::simd::load_array::<V, E>(src, dst, ratio) }
-}
-
-/// [`store`]'s loop, compiled like [`load_avx512`].
-///
-/// # Safety
-///
-/// As for [`load_avx512`].
-#[target_feature(enable = "avx512f,avx2,fma")]
-unsafe fn store_avx512<E: Element>(src: &[f32], dst: &mut [E]) {
-    // SAFETY: as the caller guarantees.
-    unsafe { super::simd::store_array::<V, E>(src, dst) }
-}
+super::simd::staging!(V, features = "avx512f,avx2,fma", available = is_available());
 
 // Inlined: the job goes straight to the `#[target_feature]` loop, not through one more
 // out-of-line copy (a few ns of a small call).
@@ -132,7 +99,8 @@ pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
         // instruction where the 256-bit form takes about ten).
         let job = if super::x86::features() & super::x86::AVX512BF16 != 0 {
             match job.retype(E::as_bf16) {
-                // SAFETY: the CPU supports AVX-512F, AVX-512 BF16, AVX2 and FMA (checked).
+                // SAFETY: the CPU supports AVX-512F, AVX-512 BF16 and DQ, AVX2 and FMA
+                // (checked: `AVX512BF16` includes DQ).
                 Ok(job) => return unsafe { run_avx512_bf16(job) },
                 Err(job) => job,
             }
@@ -167,8 +135,8 @@ unsafe fn run_avx512<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
 ///
 /// # Safety
 ///
-/// The CPU must support AVX-512F, AVX-512 BF16, AVX2 and FMA.
-#[target_feature(enable = "avx512f,avx512bf16,avx2,fma")]
+/// The CPU must support AVX-512F, AVX-512 BF16, AVX-512DQ, AVX2 and FMA.
+#[target_feature(enable = "avx512f,avx512bf16,avx512dq,avx2,fma")]
 unsafe fn run_avx512_bf16<A: AngleSource>(job: Job<'_, A, half::bf16>) {
     drive::<Simd<V<true>, half::bf16>, A>(job);
 }
@@ -335,7 +303,8 @@ unsafe impl<const BF16: bool> Vector for V<BF16> {
 // Bit for bit those of `element` and of the `avx2` backend (`vcvtps2ph` rounds to
 // nearest-even like `half`; bf16: the same integer rounding as `half`; integers: the same
 // clamp and nearest-even rounding, NaN to 0; `vpmovdw` / `vpmovdb` narrow lanes already in
-// range). AVX-512 BF16's `vcvtneps2bf16` is not used: it flushes subnormals to zero.
+// range). AVX-512 BF16's `vcvtneps2bf16`, where the CPU has it (`V<true>`), rounds bf16 in
+// one instruction except for vectors holding a subnormal, which it would flush to zero.
 
 // SAFETY: every arm is AVX-512F (available: see `V`). A buffer of `E` has the layout of the
 // integer type each arm reads (`f16`, `bf16`: `repr(transparent)` over `u16`), and the
@@ -396,16 +365,12 @@ unsafe impl<E: Element, const BF16: bool> Stored<E> for V<BF16> {
     }
 }
 
-/// Whether a lane of `v` is subnormal (non-zero, exponent bits 0).
+/// Whether a lane of `v` is subnormal: one `vfpclassps` (class 0x20, denormal). Only called
+/// by `V<true>`, which runs only in [`run_avx512_bf16`], on CPUs with AVX-512DQ.
 #[inline(always)]
 fn has_subnormal(v: __m512) -> bool {
-    // SAFETY: AVX-512F (see `V`).
-    unsafe {
-        let magnitude = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7FFF_FFFF));
-        // `magnitude − 1 < 0x7F_FFFF` (unsigned) for magnitudes 1 … 0x7F_FFFF only.
-        let below = _mm512_sub_epi32(magnitude, _mm512_set1_epi32(1));
-        _mm512_cmplt_epu32_mask(below, _mm512_set1_epi32(0x7F_FFFF)) != 0
-    }
+    // SAFETY: AVX-512DQ (see above).
+    unsafe { _mm512_fpclass_ps_mask::<0x20>(v) != 0 }
 }
 
 /// Sixteen floats rounded to bf16 as `half` rounds them (nearest-even on the top 16 bits; a

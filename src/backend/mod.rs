@@ -21,13 +21,6 @@ mod x86;
 
 pub(crate) use engine::{AngleSource, Computed, ComputedFreqs, IntegerCoords, RealCoords, Tables};
 
-/// Runs a Q15 table's job on `i16` or `i8` values: the scalar integer kernel, whatever the
-/// backend (the arch backends rotate in `f32`).
-#[inline(always)]
-pub(crate) fn run_q15<V: scalar::Fixed, A: AngleSource<[i16; 2]>>(job: Job<'_, A, V>) {
-    scalar::run_q15(job);
-}
-
 use core::mem::MaybeUninit;
 
 use crate::config::{Direction, Layout};
@@ -509,6 +502,19 @@ macro_rules! registry {
             pub(crate) fn run<E: Element, A: AngleSource>(self, job: Job<'_, A, E>) {
                 match self {
                     $(#[cfg($($cfg)*)] Backend::$variant => $module::run(job),)*
+                }
+            }
+
+            /// Runs a Q15 table's job on `i16` or `i8` values: the scalar kernel's integer
+            /// arithmetic, bit for bit on every backend (its pair loop in integer vectors
+            /// where the backend has one).
+            #[inline(always)]
+            pub(crate) fn run_q15<V: scalar::Fixed, A: AngleSource<[i16; 2]>>(
+                self,
+                job: Job<'_, A, V>,
+            ) {
+                match self {
+                    $(#[cfg($($cfg)*)] Backend::$variant => $module::run_q15(job),)*
                 }
             }
 

@@ -72,48 +72,7 @@ pub(crate) fn fuses<E: Element>(ratio: f32) -> bool {
     ratio == 1.0 && is_available()
 }
 
-/// `element::load`, four values at a time, bit for bit (the staging of requantised integer
-/// buffers).
-pub(crate) fn load<E: Element>(src: &[E], dst: &mut [f32], ratio: f32) {
-    if is_available() {
-        // SAFETY: NEON, checked just above.
-        unsafe { load_neon(src, dst, ratio) }
-    } else {
-        crate::element::load(src, dst, ratio);
-    }
-}
-
-/// `element::store`, four values at a time, bit for bit.
-pub(crate) fn store<E: Element>(src: &[f32], dst: &mut [E]) {
-    if is_available() {
-        // SAFETY: NEON, checked just above.
-        unsafe { store_neon(src, dst) }
-    } else {
-        crate::element::store(src, dst);
-    }
-}
-
-/// [`load`]'s loop, compiled with NEON.
-///
-/// # Safety
-///
-/// The CPU must support NEON.
-#[target_feature(enable = "neon")]
-unsafe fn load_neon<E: Element>(src: &[E], dst: &mut [f32], ratio: f32) {
-    // SAFETY: as the caller guarantees.
-    unsafe { super::simd::load_array::<V, E>(src, dst, ratio) }
-}
-
-/// [`store`]'s loop, compiled with NEON.
-///
-/// # Safety
-///
-/// The CPU must support NEON.
-#[target_feature(enable = "neon")]
-unsafe fn store_neon<E: Element>(src: &[f32], dst: &mut [E]) {
-    // SAFETY: as the caller guarantees.
-    unsafe { super::simd::store_array::<V, E>(src, dst) }
-}
+super::simd::staging!(V, features = "neon", available = is_available());
 
 // SAFETY: every arm is NEON (available: see `V`; `fcvtl`/`fcvtn` are base aarch64 SIMD). A
 // buffer of `E` has the layout of the integer type each arm reads (`f16`, `bf16`:
@@ -230,6 +189,198 @@ pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
 #[target_feature(enable = "neon")]
 unsafe fn run_neon<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
     drive::<Simd<V, E>, A>(job);
+}
+
+pub(crate) use q15::run_q15;
+
+/// Q15 tables on `i16` and `i8` buffers: the scalar kernel with its pair loop in NEON
+/// ([`Q15Blocks`](super::simd::Q15Blocks)), 8 pairs per block in either layout. `vld2q`
+/// de-interleaves pairs and entries, `smull` + `smlsl` / `smlal` form each output's
+/// `a·c − b·s` exactly in 32 bits, and `sqrshrn #15` rounds (ties up) and saturates as the
+/// scalar code does: bit for bit the scalar results.
+mod q15 {
+    use core::arch::aarch64::{int8x8x2_t, int16x8x2_t};
+    use core::arch::aarch64::{
+        int16x8_t, vget_low_s16, vld1_s8, vld1q_s16, vld2_s8, vld2q_s16, vmlal_high_s16, vmlal_s16,
+        vmlsl_high_s16, vmlsl_s16, vmovl_s8, vmull_high_s16, vmull_s16, vnegq_s16, vqmovn_s16,
+        vqrshrn_high_n_s32, vqrshrn_n_s32, vst1_s8, vst1q_s16, vst2_s8, vst2q_s16,
+    };
+
+    use super::super::scalar::{Fixed, Scalar};
+    use super::super::simd::{Q15Blocks, Q15Vectors};
+    use super::super::{AngleSource, Job, Pairing, drive};
+    use crate::config::{Direction, Layout};
+
+    /// A Q15 table's job: the NEON loop where the CPU has NEON, else the scalar kernel.
+    pub(crate) fn run_q15<V: Fixed, A: AngleSource<[i16; 2]>>(job: Job<'_, A, V>) {
+        if super::is_available() {
+            // SAFETY: the CPU supports NEON, checked just above.
+            unsafe { run(job) }
+        } else {
+            super::super::scalar::run_q15(job);
+        }
+    }
+
+    /// The driver loop, compiled with NEON so that the block loop's intrinsics inline.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support NEON.
+    #[target_feature(enable = "neon")]
+    unsafe fn run<V: Fixed, A: AngleSource<[i16; 2]>>(job: Job<'_, A, V>) {
+        drive::<Scalar<Q15Vectors<V, Neon>>, A>(job);
+    }
+
+    /// The NEON pair loop. Only used by [`run`], which runs only on CPUs with NEON.
+    struct Neon;
+
+    // SAFETY: `Neon` is only used by `run`, on CPUs with NEON, what `blocks` needs.
+    unsafe impl Q15Blocks for Neon {
+        #[inline(always)]
+        unsafe fn blocks<V: Fixed>(
+            x: &mut [V],
+            head_dim: usize,
+            pairing: Pairing,
+            first_pair: usize,
+            angles: &[[i16; 2]],
+            dir: Direction,
+        ) -> usize {
+            // SAFETY: NEON (see `Neon`).
+            unsafe { blocks(x, head_dim, pairing, first_pair, angles, dir) }
+        }
+    }
+
+    /// Rotates, in every head of `x`, the whole blocks of 8 pairs of pairs `first_pair ..`
+    /// by `angles`, as the scalar kernel does; returns how many of `angles` it took. Blocks
+    /// outer, heads inner: a block's entries stay in registers across the token's heads.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support NEON.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    unsafe fn blocks<V: Fixed>(
+        x: &mut [V],
+        head_dim: usize,
+        pairing: Pairing,
+        first_pair: usize,
+        angles: &[[i16; 2]],
+        dir: Direction,
+    ) -> usize {
+        let rotary = pairing.pairs.min(head_dim / 2);
+        let n = angles.len().min(rotary.saturating_sub(first_pair));
+        let done = n - n % 8;
+        for i in (0..done).step_by(8) {
+            let e = &angles[i..i + 8];
+            // SAFETY: NEON (caller); 8 entries, 16 `i16`, readable at `e`.
+            let cs = unsafe { vld2q_s16(e.as_ptr().cast()) };
+            let (c, s) = match dir {
+                Direction::Forward => (cs.0, cs.1),
+                // SAFETY: NEON. Entries are at most 32 767 in magnitude: negating is exact.
+                Direction::Inverse => (cs.0, unsafe { vnegq_s16(cs.1) }),
+            };
+            let p = first_pair + i;
+            for head in x.chunks_exact_mut(head_dim) {
+                match pairing.layout {
+                    Layout::Interleaved => {
+                        let v = &mut head[2 * p..2 * p + 16];
+                        let (a, b) = load_pairs(v);
+                        let (a, b) = rotate(a, b, c, s);
+                        store_pairs(v, a, b);
+                    }
+                    Layout::Half => {
+                        let (lo, hi) = head.split_at_mut(rotary);
+                        let (va, vb) = (&mut lo[p..p + 8], &mut hi[p..p + 8]);
+                        let (a, b) = rotate(load(va), load(vb), c, s);
+                        store(va, a);
+                        store(vb, b);
+                    }
+                }
+            }
+        }
+        done
+    }
+
+    /// Eight pairs rotated: `round((a·c − b·s) / 2¹⁵)` and `round((a·s + b·c) / 2¹⁵)`, ties
+    /// up, saturated to `i16` (products and sums exact in 32 bits).
+    #[inline(always)]
+    fn rotate(a: int16x8_t, b: int16x8_t, c: int16x8_t, s: int16x8_t) -> (int16x8_t, int16x8_t) {
+        // SAFETY: NEON (see `Neon`).
+        unsafe {
+            let (al, bl) = (vget_low_s16(a), vget_low_s16(b));
+            let (cl, sl) = (vget_low_s16(c), vget_low_s16(s));
+            let a_lo = vmlsl_s16(vmull_s16(al, cl), bl, sl);
+            let a_hi = vmlsl_high_s16(vmull_high_s16(a, c), b, s);
+            let b_lo = vmlal_s16(vmull_s16(al, sl), bl, cl);
+            let b_hi = vmlal_high_s16(vmull_high_s16(a, s), b, c);
+            (
+                vqrshrn_high_n_s32::<15>(vqrshrn_n_s32::<15>(a_lo), a_hi),
+                vqrshrn_high_n_s32::<15>(vqrshrn_n_s32::<15>(b_lo), b_hi),
+            )
+        }
+    }
+
+    /// Eight interleaved pairs of `v` (16 values) as their `a` and `b` lanes, widened to `i16`.
+    #[inline(always)]
+    fn load_pairs<V: Fixed>(v: &[V]) -> (int16x8_t, int16x8_t) {
+        debug_assert_eq!(v.len(), 16);
+        // SAFETY: NEON (see `Neon`); `V` is `i16` or `i8` (`Fixed`'s only types), 16 of them
+        // readable at `v`.
+        unsafe {
+            if size_of::<V>() == 2 {
+                let ab: int16x8x2_t = vld2q_s16(v.as_ptr().cast());
+                (ab.0, ab.1)
+            } else {
+                let ab: int8x8x2_t = vld2_s8(v.as_ptr().cast());
+                (vmovl_s8(ab.0), vmovl_s8(ab.1))
+            }
+        }
+    }
+
+    /// Stores eight pairs interleaved into `v` (16 values), saturated to `V`.
+    #[inline(always)]
+    fn store_pairs<V: Fixed>(v: &mut [V], a: int16x8_t, b: int16x8_t) {
+        debug_assert_eq!(v.len(), 16);
+        // SAFETY: as in `load_pairs`, 16 values writable at `v`.
+        unsafe {
+            if size_of::<V>() == 2 {
+                vst2q_s16(v.as_mut_ptr().cast(), int16x8x2_t(a, b));
+            } else {
+                vst2_s8(
+                    v.as_mut_ptr().cast(),
+                    int8x8x2_t(vqmovn_s16(a), vqmovn_s16(b)),
+                );
+            }
+        }
+    }
+
+    /// Eight values of `v`, widened to `i16`.
+    #[inline(always)]
+    fn load<V: Fixed>(v: &[V]) -> int16x8_t {
+        debug_assert_eq!(v.len(), 8);
+        // SAFETY: as in `load_pairs`, 8 values readable at `v`.
+        unsafe {
+            if size_of::<V>() == 2 {
+                vld1q_s16(v.as_ptr().cast())
+            } else {
+                vmovl_s8(vld1_s8(v.as_ptr().cast()))
+            }
+        }
+    }
+
+    /// Stores eight values into `v`, saturated to `V`.
+    #[inline(always)]
+    fn store<V: Fixed>(v: &mut [V], r: int16x8_t) {
+        debug_assert_eq!(v.len(), 8);
+        // SAFETY: as in `load_pairs`, 8 values writable at `v`.
+        unsafe {
+            if size_of::<V>() == 2 {
+                vst1q_s16(v.as_mut_ptr().cast(), r);
+            } else {
+                vst1_s8(v.as_mut_ptr().cast(), vqmovn_s16(r));
+            }
+        }
+    }
 }
 
 /// The kernels' loop bodies between `llvm-mca` markers, for `.ci/mca.sh` (only with

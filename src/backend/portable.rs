@@ -39,6 +39,9 @@ pub(crate) fn conversions() -> &'static str {
 /// Element conversions: the reference ones (LLVM vectorises them).
 pub(crate) use crate::element::{load, store};
 
+/// Q15 tables: the scalar integer kernel.
+pub(crate) use super::scalar::run_q15;
+
 /// Whether [`run`] takes buffers of `E` at this scale ratio: ratio 1, as the scalar backend.
 #[inline(always)]
 pub(crate) fn fuses<E: Element>(ratio: f32) -> bool {

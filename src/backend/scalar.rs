@@ -329,7 +329,7 @@ impl<V: Fixed> Number for Q15<V> {
 
 /// The reference loop in plain Rust.
 #[inline(always)]
-fn rotate_pairs_rust<N: Number + ?Sized>(
+pub(super) fn rotate_pairs_rust<N: Number + ?Sized>(
     x: &mut [N::Value],
     head_dim: usize,
     pairing: Pairing,

@@ -15,6 +15,7 @@
 
 use core::mem::MaybeUninit;
 
+use super::scalar::{Fixed, Number, Q15, rotate_pairs_rust};
 use super::{Kernel, Pairing};
 use crate::config::{Direction, Layout};
 use crate::element::{Element, sealed::Format};
@@ -213,6 +214,113 @@ pub(super) unsafe fn store_array<V: Stored<E>, E: Element>(src: &[f32], dst: &mu
         i += lanes;
     }
     crate::element::store(&src[i..n], &mut dst[i..n]);
+}
+
+/// An arch file's `load` and `store` — the registry's staging of requantised integer
+/// buffers — over [`load_array`] and [`store_array`] compiled for the vector type `$v` with
+/// `$features`, taken when `$available` (otherwise `element`'s loops, the same bits).
+macro_rules! staging {
+    ($v:ty, features = $features:literal, available = $available:expr) => {
+        /// `element::load`, a vector at a time, bit for bit.
+        pub(crate) fn load<E: Element>(src: &[E], dst: &mut [f32], ratio: f32) {
+            if $available {
+                // SAFETY: the CPU has the loop's target features, checked just above.
+                unsafe { staged::load::<E>(src, dst, ratio) }
+            } else {
+                crate::element::load(src, dst, ratio);
+            }
+        }
+
+        /// `element::store`, a vector at a time, bit for bit.
+        pub(crate) fn store<E: Element>(src: &[f32], dst: &mut [E]) {
+            if $available {
+                // SAFETY: as in `load`.
+                unsafe { staged::store::<E>(src, dst) }
+            } else {
+                crate::element::store(src, dst);
+            }
+        }
+
+        /// The staging loops compiled with the backend's target features.
+        mod staged {
+            use super::*;
+
+            /// # Safety
+            ///
+            /// The CPU has the target features enabled here.
+            #[target_feature(enable = $features)]
+            pub(super) unsafe fn load<E: Element>(src: &[E], dst: &mut [f32], ratio: f32) {
+                // SAFETY: as the caller guarantees.
+                unsafe { crate::backend::simd::load_array::<$v, E>(src, dst, ratio) }
+            }
+
+            /// # Safety
+            ///
+            /// As for [`load`].
+            #[target_feature(enable = $features)]
+            pub(super) unsafe fn store<E: Element>(src: &[f32], dst: &mut [E]) {
+                // SAFETY: as the caller guarantees.
+                unsafe { crate::backend::simd::store_array::<$v, E>(src, dst) }
+            }
+        }
+    };
+}
+pub(super) use staging;
+
+/// A Q15 pair loop in integer vectors (an arch file's): it rotates, in every head of `x`,
+/// what whole vector blocks it can of pairs `first_pair ..` by `angles`, bit for bit as the
+/// scalar kernel ([`Q15`]) does, and returns how many of `angles` it took.
+///
+/// # Safety
+///
+/// An implementation names the instruction set `blocks` needs and is used only where it is
+/// available (by the arch file's own `#[target_feature]` driver).
+pub(super) unsafe trait Q15Blocks {
+    /// # Safety
+    ///
+    /// The instruction set is available.
+    unsafe fn blocks<V: Fixed>(
+        x: &mut [V],
+        head_dim: usize,
+        pairing: Pairing,
+        first_pair: usize,
+        angles: &[[i16; 2]],
+        dir: Direction,
+    ) -> usize;
+}
+
+/// The scalar Q15 kernel ([`Q15`]) with its pair loop in `L`'s vector blocks; the pairs after
+/// the last whole block, and RoPE-Mixed's summed entries, in scalar code.
+pub(super) struct Q15Vectors<V, L>(core::marker::PhantomData<(V, L)>);
+
+impl<V: Fixed, L: Q15Blocks> Number for Q15Vectors<V, L> {
+    type Value = V;
+    type Entry = [i16; 2];
+
+    #[inline(always)]
+    fn rotate(a: &mut V, b: &mut V, cs: [i16; 2], dir: Direction) {
+        Q15::<V>::rotate(a, b, cs, dir);
+    }
+
+    #[inline(always)]
+    fn sum(a: [i16; 2], b: [i16; 2]) -> [i16; 2] {
+        Q15::<V>::sum(a, b)
+    }
+
+    #[inline(always)]
+    fn rotate_pairs(
+        x: &mut [V],
+        head_dim: usize,
+        pairing: Pairing,
+        first_pair: usize,
+        angles: &[[i16; 2]],
+        dir: Direction,
+    ) {
+        // SAFETY: `L`'s instruction set is available where this kernel runs (`Q15Blocks`).
+        let done = unsafe { L::blocks(x, head_dim, pairing, first_pair, angles, dir) };
+        let rest = angles.get(done..).unwrap_or(&[]);
+        rotate_pairs_rust::<Q15<V>>(x, head_dim, pairing, first_pair + done, rest, dir);
+    }
 }
 
 /// The scalar kernel on values of `E`: the loops past a row's reach.

@@ -15,7 +15,8 @@ pub(crate) const AVX512F: u8 = 1 << 1;
 /// The CPU has F16C (half-precision conversions), with the YMM state saved (on top of
 /// [`AVX2_FMA`]).
 pub(crate) const F16C: u8 = 1 << 2;
-/// The CPU has AVX-512 BF16 (`vcvtneps2bf16`), on top of [`AVX512F`].
+/// The CPU has AVX-512 BF16 (`vcvtneps2bf16`) and AVX-512DQ (`vfpclassps`, which every CPU
+/// with AVX-512 BF16 has), on top of [`AVX512F`].
 pub(crate) const AVX512BF16: u8 = 1 << 3;
 /// The cache holds an answer.
 const KNOWN: u8 = 1 << 7;
@@ -44,7 +45,10 @@ fn detect() -> u8 {
         features |= AVX2_FMA;
         if cfg!(target_feature = "avx512f") {
             features |= AVX512F;
-            if cfg!(target_feature = "avx512bf16") {
+            if cfg!(all(
+                target_feature = "avx512bf16",
+                target_feature = "avx512dq"
+            )) {
                 features |= AVX512BF16;
             }
         }
@@ -78,6 +82,7 @@ fn detect() -> u8 {
     let f16c = leaf1.ecx & (1 << 29) != 0;
     let avx2 = leaf7.ebx & (1 << 5) != 0;
     let avx512f = leaf7.ebx & (1 << 16) != 0;
+    let avx512dq = leaf7.ebx & (1 << 17) != 0;
     if !(osxsave && avx) {
         return 0;
     }
@@ -91,7 +96,7 @@ fn detect() -> u8 {
         features |= AVX2_FMA;
         if zmm && avx512f {
             features |= AVX512F;
-            if avx512bf16 {
+            if avx512bf16 && avx512dq {
                 features |= AVX512BF16;
             }
         }
@@ -186,7 +191,9 @@ mod tests {
         assert_eq!(f & AVX2_FMA != 0, std_avx2);
         let std_avx512 = std_avx2 && std::is_x86_feature_detected!("avx512f");
         assert_eq!(f & AVX512F != 0, std_avx512);
-        let std_bf16 = std_avx512 && std::is_x86_feature_detected!("avx512bf16");
+        let std_bf16 = std_avx512
+            && std::is_x86_feature_detected!("avx512bf16")
+            && std::is_x86_feature_detected!("avx512dq");
         assert_eq!(f & AVX512BF16 != 0, std_bf16);
         let std_f16c = std_avx2 && std::is_x86_feature_detected!("f16c");
         assert_eq!(f & F16C != 0, std_f16c);
