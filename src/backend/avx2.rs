@@ -34,7 +34,11 @@ use core::arch::x86_64::{
     _mm256_storeu_ps,
 };
 
-use super::simd::{Simd, Stored, Vector};
+use core::arch::x86_64::{
+    _CMP_UNORD_Q, _mm256_blend_epi16, _mm256_loadu_si256, _mm256_storeu_si256,
+};
+
+use super::simd::{Simd, Stored, Vector, load_split_any, store_split_any};
 use super::x86::{AVX2_FMA, F16C, features};
 use super::{AngleSource, Job, drive};
 use crate::element::{Element, sealed::Format};
@@ -58,9 +62,9 @@ pub(crate) const FORM: &str =
 /// How element types are converted.
 pub(crate) fn conversions() -> &'static str {
     if features() & F16C != 0 {
-        "f16 by F16C, bf16, i16 and i8 by AVX2, in the rotation loop, eight values at a time"
+        "f16 by F16C, bf16, i16 and i8 by AVX2, in the rotation loop, eight values at a time (interleaved bf16 pairs split by a shift and a mask); Q15 tables by vpmaddwd"
     } else {
-        "f16 in scalar code (no F16C), bf16, i16 and i8 by AVX2, in the rotation loop, eight values at a time"
+        "f16 in scalar code (no F16C), bf16, i16 and i8 by AVX2, in the rotation loop, eight values at a time (interleaved bf16 pairs split by a shift and a mask); Q15 tables by vpmaddwd"
     }
 }
 
@@ -131,10 +135,10 @@ unsafe fn run_avx2_f16c<A: AngleSource>(job: Job<'_, A, half::f16>) {
 pub(crate) use q15::run_q15;
 
 /// Q15 tables on `i16` and `i8` buffers: the scalar kernel with its pair loop in 256-bit
-/// integer vectors ([`Q15Blocks`](super::simd::Q15Blocks)). `vpmaddwd` forms each output's `a·c − b·s` exactly in 32 bits,
-/// as the scalar code does; `+2¹⁴`, `>> 15` and the saturating packs round and saturate
-/// alike: bit for bit the scalar results. RoPE-Mixed's summed entries and the pairs after
-/// the last whole block take the scalar code.
+/// integer vectors ([`Q15Blocks`](super::simd::Q15Blocks)). `vpmaddwd` forms each output's
+/// `a·c − b·s` exactly in 32 bits, as the scalar code does; `+2¹⁴`, `>> 15` and the
+/// saturating packs round and saturate alike: bit for bit the scalar results. RoPE-Mixed's
+/// summed entries and the pairs after the last whole block take the scalar code.
 mod q15 {
     use super::super::scalar::{Fixed, Scalar};
     use super::super::simd::{Q15Blocks, Q15Vectors};
@@ -485,6 +489,45 @@ unsafe impl Vector for V {
 // the layout of the integer type each arm reads (`f16`, `bf16`: `repr(transparent)` over
 // `u16`), and the trait's contract makes `LANES` values readable or writable at `p`.
 unsafe impl<E: Element> Stored<E> for V {
+    /// `bf16`: a pair is one 32-bit word, split by a shift and a mask, merged by one
+    /// `vpblendw`.
+    const SPLITS: bool = matches!(E::FORMAT, Format::Bf16);
+
+    #[inline(always)]
+    unsafe fn load_split(p: *const E) -> (Self, Self) {
+        if E::FORMAT != Format::Bf16 {
+            // SAFETY: as the caller guarantees.
+            return unsafe { load_split_any(p) };
+        }
+        // SAFETY: as stated on the impl; `2·LANES` bf16 (32 bytes) readable at `p`.
+        unsafe {
+            let w = _mm256_loadu_si256(p.cast());
+            let first = _mm256_slli_epi32::<16>(w);
+            let second = _mm256_and_si256(w, _mm256_set1_epi32(0xFFFF_0000_u32 as i32));
+            (
+                V(_mm256_castsi256_ps(first)),
+                V(_mm256_castsi256_ps(second)),
+            )
+        }
+    }
+
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    unsafe fn store_split(a: Self, b: Self, p: *mut E) {
+        if E::FORMAT != Format::Bf16 {
+            // SAFETY: as the caller guarantees.
+            return unsafe { store_split_any(a, b, p) };
+        }
+        // SAFETY: as stated on the impl; `2·LANES` bf16 (32 bytes) writable at `p`.
+        unsafe {
+            // Odd 16-bit words (each lane's high half) from the second element's rounding,
+            // even ones from the first's, shifted down.
+            let first = _mm256_srli_epi32::<16>(bf16_rounded(a.0));
+            let words = _mm256_blend_epi16::<0b1010_1010>(first, bf16_rounded(b.0));
+            _mm256_storeu_si256(p.cast(), words);
+        }
+    }
+
     // Out of line in unoptimised builds: every inlined copy of every arm would take its
     // own stack slots there (no slot reuse), megabytes for the whole driver loop.
     #[cfg_attr(debug_assertions, inline)]
@@ -558,6 +601,22 @@ fn bf16_bits(v: __m256) -> core::arch::x86_64::__m128i {
         // 0 and 2 (every lane is below 2¹⁶, so nothing saturates).
         let packed = _mm256_permute4x64_epi64::<0b1000>(_mm256_packus_epi32(b, b));
         _mm256_castsi256_si128(packed)
+    }
+}
+
+/// Eight floats rounded to bf16 as `half` rounds them, each in the high half of its lane (the
+/// low half is garbage): nearest-even by adding `0x7FFF` and the kept part's lowest bit; a
+/// NaN keeps its top bits with the quiet bit set.
+#[inline(always)]
+fn bf16_rounded(v: __m256) -> __m256i {
+    // SAFETY: AVX2 (see `V`).
+    unsafe {
+        let x = _mm256_castps_si256(v);
+        let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(x), _mm256_set1_epi32(1));
+        let rounded = _mm256_add_epi32(x, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF)));
+        let nan = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_UNORD_Q>(v, v));
+        let quieted = _mm256_or_si256(x, _mm256_set1_epi32(0x0040_0000));
+        _mm256_blendv_epi8(rounded, quieted, nan)
     }
 }
 

@@ -27,15 +27,21 @@ use core::arch::x86_64::{
 };
 // Miri does not implement `vpermt2ps`: there `deinterleave` goes through memory.
 #[cfg(not(miri))]
-use core::arch::x86_64::{_mm512_fpclass_ps_mask, _mm512_permutex2var_ps, _mm512_setr_epi32};
+use core::arch::x86_64::{_mm512_permutex2var_ps, _mm512_setr_epi32};
 
-use super::simd::{Simd, Stored, Vector};
+use core::arch::x86_64::{
+    _CMP_UNORD_Q, _mm512_cvtne2ps_pbh, _mm512_fpclass_ps_mask, _mm512_loadu_si512,
+    _mm512_mask_or_epi32, _mm512_permutexvar_epi16, _mm512_storeu_si512, _mm512_ternarylogic_epi32,
+};
+
+use super::simd::{Simd, Stored, Vector, load_split_any, store_split_any};
 use super::{AngleSource, Job, drive};
 use crate::element::{Element, sealed::Format};
 
 /// An AVX-512 vector. Only constructed inside [`run_avx512`], which runs only on CPUs with
 /// AVX-512F, AVX2 and FMA: every `unsafe` block below relies on that. `BF16`: rounds `bf16`
-/// with `vcvtneps2bf16` (only in [`run_avx512_bf16`], on CPUs with AVX-512 BF16).
+/// with `vcvtneps2bf16` / `vcvtne2ps2bf16` (only in [`run_avx512_bf16`], on CPUs with AVX-512
+/// BF16, DQ and BW).
 #[derive(Clone, Copy)]
 struct V<const BF16: bool = false>(__m512);
 
@@ -56,9 +62,9 @@ pub(crate) const FORM: &str = if cfg!(feature = "avx2") {
 /// How element types are converted.
 pub(crate) fn conversions() -> &'static str {
     if super::x86::features() & super::x86::AVX512BF16 != 0 {
-        "f16, i16 and i8 by AVX-512F, bf16 by AVX-512 BF16, in the rotation loop, sixteen values at a time"
+        "f16, i16 and i8 by AVX-512F, bf16 by AVX-512 BF16, in the rotation loop, sixteen values at a time (interleaved bf16 pairs split by a shift and a mask); Q15 tables by the avx2 vpmaddwd loop"
     } else {
-        "f16, bf16, i16 and i8 by AVX-512F in the rotation loop, sixteen values at a time"
+        "f16, bf16, i16 and i8 by AVX-512F in the rotation loop, sixteen values at a time (interleaved bf16 pairs split by a shift and a mask); Q15 tables by the avx2 vpmaddwd loop"
     }
 }
 
@@ -99,8 +105,8 @@ pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
         // instruction where the 256-bit form takes about ten).
         let job = if super::x86::features() & super::x86::AVX512BF16 != 0 {
             match job.retype(E::as_bf16) {
-                // SAFETY: the CPU supports AVX-512F, AVX-512 BF16 and DQ, AVX2 and FMA
-                // (checked: `AVX512BF16` includes DQ).
+                // SAFETY: the CPU supports AVX-512F, AVX-512 BF16, DQ and BW, AVX2 and FMA
+                // (checked: `AVX512BF16` includes DQ and BW).
                 Ok(job) => return unsafe { run_avx512_bf16(job) },
                 Err(job) => job,
             }
@@ -135,8 +141,8 @@ unsafe fn run_avx512<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
 ///
 /// # Safety
 ///
-/// The CPU must support AVX-512F, AVX-512 BF16, AVX-512DQ, AVX2 and FMA.
-#[target_feature(enable = "avx512f,avx512bf16,avx512dq,avx2,fma")]
+/// The CPU must support AVX-512F, AVX-512 BF16, AVX-512DQ, AVX-512BW, AVX2 and FMA.
+#[target_feature(enable = "avx512f,avx512bf16,avx512dq,avx512bw,avx2,fma")]
 unsafe fn run_avx512_bf16<A: AngleSource>(job: Job<'_, A, half::bf16>) {
     drive::<Simd<V<true>, half::bf16>, A>(job);
 }
@@ -310,6 +316,58 @@ unsafe impl<const BF16: bool> Vector for V<BF16> {
 // integer type each arm reads (`f16`, `bf16`: `repr(transparent)` over `u16`), and the
 // trait's contract makes `LANES` values readable or writable at `p`.
 unsafe impl<E: Element, const BF16: bool> Stored<E> for V<BF16> {
+    /// `bf16`: a pair is one 32-bit word, split by a shift and a mask, merged by one
+    /// `vpternlogd` (or, with AVX-512 BF16, `vcvtne2ps2bf16` and one `vpermw`).
+    const SPLITS: bool = matches!(E::FORMAT, Format::Bf16);
+
+    #[inline(always)]
+    unsafe fn load_split(p: *const E) -> (Self, Self) {
+        if E::FORMAT != Format::Bf16 {
+            // SAFETY: as the caller guarantees.
+            return unsafe { load_split_any(p) };
+        }
+        // SAFETY: as stated on the impl; `2·LANES` bf16 (64 bytes) readable at `p`.
+        unsafe {
+            let w = _mm512_loadu_si512(p.cast());
+            let first = _mm512_slli_epi32::<16>(w);
+            let second = _mm512_and_si512(w, _mm512_set1_epi32(HIGH_HALF));
+            (
+                V(_mm512_castsi512_ps(first)),
+                V(_mm512_castsi512_ps(second)),
+            )
+        }
+    }
+
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    unsafe fn store_split(a: Self, b: Self, p: *mut E) {
+        if E::FORMAT != Format::Bf16 {
+            // SAFETY: as the caller guarantees.
+            return unsafe { store_split_any(a, b, p) };
+        }
+        // SAFETY: as stated on the impl (`V<true>`: AVX-512 BF16 and BW, see `V`); `2·LANES`
+        // bf16 (64 bytes) writable at `p`.
+        unsafe {
+            let words = if BF16 && !(has_subnormal(a.0) | has_subnormal(b.0)) {
+                // Words 0–15 the first elements, 16–31 the second; `vpermw` interleaves them.
+                let halves: __m512i = core::mem::transmute(_mm512_cvtne2ps_pbh(b.0, a.0));
+                let lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+                let second = _mm512_slli_epi32::<16>(_mm512_add_epi32(lane, _mm512_set1_epi32(16)));
+                _mm512_permutexvar_epi16(_mm512_or_si512(lane, second), halves)
+            } else {
+                // The second element's rounded high half, the first's shifted down into the
+                // low half.
+                let first = _mm512_srli_epi32::<16>(bf16_rounded(a.0));
+                _mm512_ternarylogic_epi32::<0xCA>(
+                    _mm512_set1_epi32(HIGH_HALF),
+                    bf16_rounded(b.0),
+                    first,
+                )
+            };
+            _mm512_storeu_si512(p.cast(), words);
+        }
+    }
+
     // Out of line in unoptimised builds: every inlined copy of every arm would take its
     // own stack slots there (no slot reuse), megabytes for the whole driver loop.
     #[cfg_attr(debug_assertions, inline)]
@@ -362,6 +420,24 @@ unsafe impl<E: Element, const BF16: bool> Stored<E> for V<BF16> {
                 }
             }
         }
+    }
+}
+
+/// The high 16 bits of each 32-bit lane.
+const HIGH_HALF: i32 = 0xFFFF_0000_u32 as i32;
+
+/// Sixteen floats rounded to bf16 as `half` rounds them, each in the high half of its lane
+/// (the low half is garbage): nearest-even by adding `0x7FFF` and the kept part's lowest
+/// bit; a NaN keeps its top bits with the quiet bit set.
+#[inline(always)]
+fn bf16_rounded(v: __m512) -> __m512i {
+    // SAFETY: AVX-512F (see `V`).
+    unsafe {
+        let x = _mm512_castps_si512(v);
+        let lsb = _mm512_and_si512(_mm512_srli_epi32::<16>(x), _mm512_set1_epi32(1));
+        let rounded = _mm512_add_epi32(x, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF)));
+        let nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
+        _mm512_mask_or_epi32(rounded, nan, x, _mm512_set1_epi32(0x0040_0000))
     }
 }
 

@@ -16,8 +16,8 @@
 //! within an ulp of overflow.
 
 use core::arch::aarch64::{
-    float32x4_t, vaddq_f32, vdupq_n_f32, vfmaq_f32, vfmsq_f32, vld1q_f32, vmulq_f32, vnegq_f32,
-    vrev64q_f32, vst1q_f32, vtrn1q_f32, vtrn2q_f32, vuzp1q_f32, vuzp2q_f32,
+    float32x4_t, uint32x4_t, vaddq_f32, vdupq_n_f32, vfmaq_f32, vfmsq_f32, vld1q_f32, vmulq_f32,
+    vnegq_f32, vrev64q_f32, vst1q_f32, vtrn1q_f32, vtrn2q_f32, vuzp1q_f32, vuzp2q_f32,
 };
 
 use core::arch::aarch64::{
@@ -28,7 +28,9 @@ use core::arch::aarch64::{
     vreinterpretq_u32_f32, vshll_n_u16, vshrq_n_u32, vst1_s16, vst1_u16,
 };
 
-use super::simd::{Simd, Stored, Vector};
+use core::arch::aarch64::{vld1q_u32, vshlq_n_u32, vsriq_n_u32, vst1q_u32};
+
+use super::simd::{Simd, Stored, Vector, load_split_any, store_split_any};
 use super::{AngleSource, Job, drive};
 use crate::element::{Element, sealed::Format};
 
@@ -60,7 +62,7 @@ pub(crate) const FORM: &str =
 
 /// How element types are converted.
 pub(crate) fn conversions() -> &'static str {
-    "f16 by fcvtl/fcvtn, bf16 by shifts, i16 and i8 by fcvtns and saturating narrows, in the rotation loop"
+    "f16 by fcvtl/fcvtn, bf16 by shifts (interleaved pairs split by a shift and a mask), i16 and i8 by fcvtns and saturating narrows, in the rotation loop; Q15 tables by smull/sqrshrn"
 }
 
 /// Whether [`run`] takes buffers of `E` at this scale ratio, converting in the rotation loop
@@ -80,6 +82,42 @@ super::simd::staging!(V, features = "neon", available = is_available());
 // writable at `p`. Bit for bit the conversions of `element`: `fcvtn` and `fcvtns` round to
 // nearest-even (FPCR's default), bf16 by `half`'s integer rounding.
 unsafe impl<E: Element> Stored<E> for V {
+    /// `bf16`: a pair is one 32-bit word, split by a shift and a mask, merged by one `sri`.
+    const SPLITS: bool = matches!(E::FORMAT, Format::Bf16);
+
+    #[inline(always)]
+    unsafe fn load_split(p: *const E) -> (Self, Self) {
+        if E::FORMAT != Format::Bf16 {
+            // SAFETY: as the caller guarantees.
+            return unsafe { load_split_any(p) };
+        }
+        // SAFETY: as stated on the impl; `2·LANES` bf16 (16 bytes) readable at `p`.
+        unsafe {
+            let w = vld1q_u32(p.cast());
+            let first = vshlq_n_u32::<16>(w);
+            let second = vandq_u32(w, vdupq_n_u32(0xFFFF_0000));
+            (
+                V(vreinterpretq_f32_u32(first)),
+                V(vreinterpretq_f32_u32(second)),
+            )
+        }
+    }
+
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    unsafe fn store_split(a: Self, b: Self, p: *mut E) {
+        if E::FORMAT != Format::Bf16 {
+            // SAFETY: as the caller guarantees.
+            return unsafe { store_split_any(a, b, p) };
+        }
+        // SAFETY: as stated on the impl; `2·LANES` bf16 (16 bytes) writable at `p`.
+        unsafe {
+            // The second element's rounded high half, the first's shifted into the low half.
+            let words = vsriq_n_u32::<16>(bf16_rounded(b.0), bf16_rounded(a.0));
+            vst1q_u32(p.cast(), words);
+        }
+    }
+
     // Out of line in unoptimised builds: every inlined copy of every arm would take its
     // own stack slots there (no slot reuse), megabytes for the whole driver loop.
     #[cfg_attr(debug_assertions, inline)]
@@ -137,6 +175,24 @@ unsafe impl<E: Element> Stored<E> for V {
                 }
             }
         }
+    }
+}
+
+/// Four floats rounded to bf16 as `half` rounds them, each in the high half of its lane (the
+/// low half is garbage): nearest-even by adding `0x7FFF` and the kept part's lowest bit; a
+/// NaN keeps its top bits with the quiet bit set.
+#[inline(always)]
+fn bf16_rounded(v: float32x4_t) -> uint32x4_t {
+    // SAFETY: NEON (see `V`).
+    unsafe {
+        let x = vreinterpretq_u32_f32(v);
+        let lsb = vandq_u32(vshrq_n_u32::<16>(x), vdupq_n_u32(1));
+        let rounded = vaddq_u32(x, vaddq_u32(vdupq_n_u32(0x7FFF), lsb));
+        let nan = vcgtq_u32(
+            vandq_u32(x, vdupq_n_u32(0x7FFF_FFFF)),
+            vdupq_n_u32(0x7F80_0000),
+        );
+        vbslq_u32(nan, vorrq_u32(x, vdupq_n_u32(0x0040_0000)), rounded)
     }
 }
 

@@ -11,7 +11,13 @@
 //!
 //! The buffer's values are of any [`Element`] type: each vector converts them as it loads and
 //! stores them ([`Stored`]), so an `f16`, `bf16` or integer buffer is read and written once,
-//! with the `f32` loop's arithmetic in between.
+//! with the `f32` loop's arithmetic in between. Interleaved `bf16` pairs are split into their
+//! first and second elements as they load ([`Form::Split`]: a pair is one 32-bit word, so the
+//! split is the conversion's own shift and a mask) and rotated with the half layout's
+//! arithmetic and row — no swap within pairs — the same bits as the in-place form.
+//!
+//! Q15 tables rotate `i16`/`i8` with the scalar kernel's integer arithmetic, its pair loop in
+//! an arch file's integer vectors ([`Q15Blocks`]).
 
 use core::mem::MaybeUninit;
 
@@ -35,7 +41,7 @@ pub(super) const ROW_PAIRS: usize = 256;
 ///
 /// Only the floats a rotation of `pairs` pairs can touch — `2·pairs` and a vector's worth of
 /// padding, which a tail's whole-vector load reads — are initialised (to zero, by
-/// [`RowBuffer::new`](super::RowBuffer::new)): a row costs nothing for the sizes a call does
+/// [`RowBuffer::init`](super::RowBuffer::init)): a row costs nothing for the sizes a call does
 /// not use.
 #[repr(C, align(64))]
 pub(super) struct Row {
@@ -152,6 +158,26 @@ pub(super) unsafe trait Stored<E: Element>: Vector {
             Self::load_values(buffer.as_ptr())
         }
     }
+    /// Whether interleaved pairs of `E` are rotated split into their first and second
+    /// elements as they load ([`load_split`](Self::load_split),
+    /// [`store_split`](Self::store_split): [`Form::Split`]) rather than in place with a swap
+    /// within pairs. For `bf16` the split is free: a pair is one 32-bit word, its first
+    /// element's `f32` a shift of it and its second's a mask.
+    const SPLITS: bool = false;
+    /// `LANES` interleaved pairs (`2·LANES` values) from `p`, converted: their first
+    /// elements and their second.
+    #[inline(always)]
+    unsafe fn load_split(p: *const E) -> (Self, Self) {
+        // SAFETY: as the caller guarantees.
+        unsafe { load_split_any(p) }
+    }
+    /// Stores first elements `a` and second elements `b` as `LANES` interleaved pairs at `p`
+    /// (`2·LANES` values), rounded.
+    #[inline(always)]
+    unsafe fn store_split(a: Self, b: Self, p: *mut E) {
+        // SAFETY: as the caller guarantees.
+        unsafe { store_split_any(a, b, p) }
+    }
     /// Stores the first `n < LANES` lanes at `p`, rounded; nothing else is written.
     #[inline(always)]
     unsafe fn store_values_partial(self, p: *mut E, n: usize) {
@@ -167,6 +193,43 @@ pub(super) unsafe trait Stored<E: Element>: Vector {
             core::ptr::copy_nonoverlapping(buffer.as_ptr(), p, n);
         }
     }
+}
+
+/// [`Stored::load_split`] for any type: two loads and a de-interleave.
+///
+/// # Safety
+///
+/// `V`'s instruction set is available; `2·LANES` values readable at `p`.
+#[inline(always)]
+pub(super) unsafe fn load_split_any<V: Stored<E>, E: Element>(p: *const E) -> (V, V) {
+    // SAFETY: as the caller guarantees.
+    unsafe { V::deinterleave(V::load_values(p), V::load_values(p.add(V::LANES))) }
+}
+
+/// [`Stored::store_split`] for any type, through buffers: `element`'s rounding, which every
+/// `store_values` matches bit for bit.
+///
+/// # Safety
+///
+/// `V`'s instruction set is available; `2·LANES` values writable at `p`, not otherwise
+/// borrowed.
+#[inline(always)]
+pub(super) unsafe fn store_split_any<V: Stored<E>, E: Element>(a: V, b: V, p: *mut E) {
+    let lanes = V::LANES;
+    let (mut fa, mut fb) = ([0f32; MAX_LANES], [0f32; MAX_LANES]);
+    // SAFETY: `LANES ≤ MAX_LANES` floats writable in each array; the instruction set (caller).
+    unsafe {
+        a.store(fa.as_mut_ptr());
+        b.store(fb.as_mut_ptr());
+    }
+    let mut pairs = [0f32; 2 * MAX_LANES];
+    for (i, pair) in pairs.chunks_exact_mut(2).take(lanes).enumerate() {
+        pair[0] = fa[i];
+        pair[1] = fb[i];
+    }
+    // SAFETY: `2·LANES` values writable at `p` and not otherwise borrowed (caller).
+    let out = unsafe { core::slice::from_raw_parts_mut(p, 2 * lanes) };
+    crate::element::store(&pairs[..2 * lanes], out);
 }
 
 /// Converts `src` to `f32` into `dst` (the same length), times `ratio`: `V::LANES` values at
@@ -329,6 +392,40 @@ type Scalar<E> = super::scalar::Scalar<super::scalar::Float<E>>;
 /// The kernel of a vector type on buffers of element type `E`.
 pub(super) struct Simd<V, E = f32>(core::marker::PhantomData<(V, E)>);
 
+/// How the loops walk a head's pairs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// Interleaved pairs rotated in place: a swap within pairs, the row's duplicated
+    /// cosines and alternating signed sines.
+    Interleaved,
+    /// The half layout: first elements in the head's first half, second in its second.
+    Half,
+    /// Interleaved pairs split into first and second elements as they load
+    /// ([`Stored::SPLITS`]): the half layout's arithmetic and row, on interleaved memory.
+    Split,
+}
+
+impl Form {
+    /// The form of `layout` for vectors `V` on values of `E`.
+    #[inline(always)]
+    fn of<V: Stored<E>, E: Element>(layout: Layout) -> Self {
+        match layout {
+            Layout::Interleaved if V::SPLITS => Form::Split,
+            Layout::Interleaved => Form::Interleaved,
+            Layout::Half => Form::Half,
+        }
+    }
+
+    /// The layout whose row (and indexing: by float or by pair) the form reads.
+    #[inline(always)]
+    fn row(self) -> Layout {
+        match self {
+            Form::Interleaved => Layout::Interleaved,
+            Form::Half | Form::Split => Layout::Half,
+        }
+    }
+}
+
 /// The sign of the sines: `+1` forward, `−1` inverse.
 #[inline(always)]
 fn sine_sign(dir: Direction) -> f32 {
@@ -479,7 +576,7 @@ impl Angles {
 unsafe fn rotate_segments<V: Stored<E>, E: Element>(
     x: &mut [E],
     head_dim: usize,
-    layout: Layout,
+    form: Form,
     pairs: usize,
     segments: &[Segment],
 ) {
@@ -496,8 +593,8 @@ unsafe fn rotate_segments<V: Stored<E>, E: Element>(
             // table), so the angle offsets wrap: only in-bounds results are dereferenced.
             unsafe {
                 let (a, b) = (seg.a, seg.b);
-                match layout {
-                    Layout::Interleaved => {
+                match form {
+                    Form::Interleaved => {
                         let p = base.add(head);
                         let (mut i, end) = (2 * seg.lo, 2 * seg.hi);
                         while i + 2 * lanes <= end {
@@ -538,7 +635,24 @@ unsafe fn rotate_segments<V: Stored<E>, E: Element>(
                             }
                         }
                     }
-                    Layout::Half => {
+                    Form::Split => {
+                        let p = base.add(head);
+                        let mut k = seg.lo;
+                        while k + lanes <= seg.hi {
+                            split_step::<V, E>(p.add(2 * k), a.wrapping_add(k), b.wrapping_add(k));
+                            k += lanes;
+                        }
+                        if k < seg.hi {
+                            // The last `n < LANES` pairs through a buffer of whole vectors.
+                            let n = 2 * (seg.hi - k);
+                            let mut buffer = [E::default(); 2 * MAX_LANES];
+                            let t = buffer.as_mut_ptr();
+                            core::ptr::copy_nonoverlapping(p.add(2 * k), t, n);
+                            split_step::<V, E>(t, a.wrapping_add(k), b.wrapping_add(k));
+                            core::ptr::copy_nonoverlapping(t, p.add(2 * k), n);
+                        }
+                    }
+                    Form::Half => {
                         let lo = base.add(head);
                         let hi = lo.add(pairs);
                         let mut k = seg.lo;
@@ -645,6 +759,24 @@ unsafe fn half_step<V: Stored<E>, E: Element>(
     }
 }
 
+/// The split loop body of [`rotate_segments`] ([`Form::Split`]): `LANES` interleaved pairs at
+/// `p` split into first and second elements as they load, rotated as [`half_step`] rotates
+/// them by the cosines at `c` and signed sines at `s`, and merged back as they store.
+///
+/// # Safety
+///
+/// `V`'s instruction set is available; `LANES` floats readable at `c`, `s`, and `2·LANES`
+/// values readable and writable at `p`.
+#[inline(always)]
+unsafe fn split_step<V: Stored<E>, E: Element>(p: *mut E, c: *const f32, s: *const f32) {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        let (x, y) = V::load_split(p);
+        let (x, y) = half(x, y, V::load(c), V::load(s));
+        V::store_split(x, y, p);
+    }
+}
+
 /// Most vectors of angles a head may take in registers ([`rotate_in_registers`]).
 const REGISTER_VECTORS: usize = 8;
 
@@ -662,14 +794,14 @@ const REGISTER_VECTORS: usize = 8;
 unsafe fn rotate_in_registers<V: Stored<E>, E: Element, const N: usize>(
     x: &mut [E],
     head_dim: usize,
-    layout: Layout,
+    form: Form,
     angles: Angles,
 ) {
     let lanes = V::LANES;
     // SAFETY: the instruction set is available (caller).
     let zero = unsafe { V::splat(0.0) };
     let (mut a, mut b) = ([zero; N], [zero; N]);
-    let unit = match layout {
+    let unit = match form.row() {
         Layout::Interleaved => 1,
         Layout::Half => 2,
     };
@@ -691,14 +823,40 @@ unsafe fn rotate_in_registers<V: Stored<E>, E: Element, const N: usize>(
     while head + head_dim <= len {
         // SAFETY: the head is floats `head .. head + d` of `x` (`d = N · LANES`, or twice
         // that for the half layout's two halves).
-        unsafe {
-            let p = base.add(head);
-            match layout {
-                Layout::Interleaved => interleaved_head_from_registers::<V, E, N>(p, &a, &b),
-                Layout::Half => half_head_from_registers::<V, E, N>(p, &a, &b),
+        unsafe { head_from_registers::<V, E, N>(base.add(head), form, &a, &b) };
+        head += head_dim;
+    }
+}
+
+/// One head of `N` vectors (of floats, or of pairs for [`Form::Half`] and [`Form::Split`]) at
+/// `p`, rotated by angles held in registers.
+///
+/// # Safety
+///
+/// `V`'s instruction set is available; the head's `N·LANES` floats (interleaved) or `2·N·LANES`
+/// (half, split) readable and writable at `p`.
+#[inline(always)]
+unsafe fn head_from_registers<V: Stored<E>, E: Element, const N: usize>(
+    p: *mut E,
+    form: Form,
+    a: &[V; N],
+    b: &[V; N],
+) {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        match form {
+            Form::Interleaved => interleaved_head_from_registers::<V, E, N>(p, a, b),
+            Form::Half => half_head_from_registers::<V, E, N>(p, a, b),
+            Form::Split => {
+                for j in 0..N {
+                    // Pairs `j·LANES ..` of the head: values `2·j·LANES ..`.
+                    let q = p.add(2 * j * V::LANES);
+                    let (x, y) = V::load_split(q);
+                    let (x, y) = half(x, y, a[j], b[j]);
+                    V::store_split(x, y, q);
+                }
             }
         }
-        head += head_dim;
     }
 }
 
@@ -764,7 +922,7 @@ unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize>(
     line_len: usize,
     token_len: usize,
     head_dim: usize,
-    layout: Layout,
+    form: Form,
     (ra, rb): (*const f32, *const f32),
     row_step: usize,
     (first, end): (usize, usize),
@@ -772,7 +930,7 @@ unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize>(
 ) {
     let lanes = V::LANES;
     // Vector `j` covers pairs from `j · per`.
-    let per = match layout {
+    let per = match form.row() {
         Layout::Interleaved => lanes / 2,
         Layout::Half => lanes,
     };
@@ -822,15 +980,7 @@ unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize>(
             let mut head = token;
             while head + head_dim <= token + token_len {
                 // SAFETY: the head is floats `head .. head + d` of `lines`.
-                unsafe {
-                    let p = base.add(head);
-                    match layout {
-                        Layout::Interleaved => {
-                            interleaved_head_from_registers::<V, E, N>(p, &a, &b)
-                        }
-                        Layout::Half => half_head_from_registers::<V, E, N>(p, &a, &b),
-                    }
-                }
+                unsafe { head_from_registers::<V, E, N>(base.add(head), form, &a, &b) };
                 head += head_dim;
             }
             token += token_len;
@@ -854,16 +1004,16 @@ unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize>(
 unsafe fn rotate<V: Stored<E>, E: Element>(
     x: &mut [E],
     head_dim: usize,
-    layout: Layout,
+    form: Form,
     pairs: usize,
     angles: Angles,
 ) {
-    let vectors = match layout {
+    let vectors = match form.row() {
         Layout::Interleaved => head_dim / V::LANES,
         Layout::Half => pairs / V::LANES,
     };
     let exact = 2 * pairs == head_dim
-        && match layout {
+        && match form.row() {
             Layout::Interleaved => head_dim.is_multiple_of(V::LANES),
             Layout::Half => pairs.is_multiple_of(V::LANES),
         };
@@ -873,13 +1023,13 @@ unsafe fn rotate<V: Stored<E>, E: Element>(
                 // SAFETY: the heads are exactly `n` vectors (checked above); the rest as the
                 // caller guarantees.
                 $($n if exact => unsafe {
-                    rotate_in_registers::<V, E, $n>(x, head_dim, layout, angles)
+                    rotate_in_registers::<V, E, $n>(x, head_dim, form, angles)
                 },)*
                 _ => {
                     let (segments, count) = angles.segments(pairs);
                     let segments = segments.get(..count).unwrap_or(&[]);
                     // SAFETY: as the caller guarantees.
-                    unsafe { rotate_segments::<V, E>(x, head_dim, layout, pairs, segments) }
+                    unsafe { rotate_segments::<V, E>(x, head_dim, form, pairs, segments) }
                 }
             }
         };
@@ -1023,9 +1173,10 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
     ) {
         let room = pairing.pairs.min(ROW_PAIRS).saturating_sub(first_pair);
         let entries = entries.get(..entries.len().min(room)).unwrap_or(&[]);
+        let layout = Form::of::<V, E>(pairing.layout).row();
         // SAFETY: `Simd<V>` only runs inside its arch file's `run`, which checked the
         // instruction set; `first_pair + entries.len() ≤ ROW_PAIRS`.
-        unsafe { prepare::<V>(row, pairing.layout, dir, first_pair, entries) }
+        unsafe { prepare::<V>(row, layout, dir, first_pair, entries) }
     }
 
     #[cfg_attr(debug_assertions, inline)]
@@ -1045,12 +1196,12 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         };
         // SAFETY: as in `prepare`; `pairs ≤ ROW_PAIRS`, `2·pairs ≤ head_dim`; the row's
         // first `2·pairs` floats and a vector of padding are initialised.
-        unsafe { rotate::<V, E>(x, head_dim, pairing.layout, pairs, angles) }
+        unsafe { rotate::<V, E>(x, head_dim, Form::of::<V, E>(pairing.layout), pairs, angles) }
     }
 
     #[inline(always)]
     fn splits(pairing: Pairing, first: usize, len: usize) -> bool {
-        let unit = match pairing.layout {
+        let unit = match Form::of::<V, E>(pairing.layout).row() {
             Layout::Interleaved => V::LANES / 2,
             Layout::Half => V::LANES,
         };
@@ -1086,7 +1237,8 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         {
             return false;
         }
-        let layout = pairing.layout;
+        let form = Form::of::<V, E>(pairing.layout);
+        let layout = form.row();
         let scale = match layout {
             Layout::Interleaved => 2,
             Layout::Half => 1,
@@ -1126,7 +1278,7 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
                     $($n if exact => unsafe {
                         let line_len = line.len();
                         line_in_registers::<V, E, $n>(
-                            line, line_len, token_len, head_dim, layout, (ra, rb), 0,
+                            line, line_len, token_len, head_dim, form, (ra, rb), 0,
                             (first, end), shifted,
                         )
                     },)*
@@ -1136,7 +1288,7 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
                             let (segments, count) = angles.segments(pairs);
                             let segments = segments.get(..count).unwrap_or(&[]);
                             // SAFETY: as above, from memory.
-                            unsafe { rotate_segments::<V, E>(token, head_dim, layout, pairs, segments) }
+                            unsafe { rotate_segments::<V, E>(token, head_dim, form, pairs, segments) }
                         }
                     }
                 }
@@ -1170,7 +1322,8 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
                 .checked_mul(ROW_PAIRS)
                 .is_none_or(|limit| n <= limit)
         });
-        let layout = pairing.layout;
+        let form = Form::of::<V, E>(pairing.layout);
+        let layout = form.row();
         let vectors = match layout {
             Layout::Interleaved => head_dim / V::LANES,
             Layout::Half => pairs / V::LANES,
@@ -1230,7 +1383,7 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
                     // of at most `ROW_PAIRS / len` tokens are rotated.
                     $($n => unsafe {
                         line_in_registers::<V, E, $n>(
-                            x, line_len, token_len, head_dim, layout, row0, row_step,
+                            x, line_len, token_len, head_dim, form, row0, row_step,
                             (first, end), shifted,
                         )
                     },)*

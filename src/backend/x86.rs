@@ -15,8 +15,8 @@ pub(crate) const AVX512F: u8 = 1 << 1;
 /// The CPU has F16C (half-precision conversions), with the YMM state saved (on top of
 /// [`AVX2_FMA`]).
 pub(crate) const F16C: u8 = 1 << 2;
-/// The CPU has AVX-512 BF16 (`vcvtneps2bf16`) and AVX-512DQ (`vfpclassps`, which every CPU
-/// with AVX-512 BF16 has), on top of [`AVX512F`].
+/// The CPU has AVX-512 BF16 (`vcvtneps2bf16`), AVX-512DQ (`vfpclassps`) and AVX-512BW
+/// (`vpermw`) — every CPU with AVX-512 BF16 has the other two — on top of [`AVX512F`].
 pub(crate) const AVX512BF16: u8 = 1 << 3;
 /// The cache holds an answer.
 const KNOWN: u8 = 1 << 7;
@@ -47,7 +47,8 @@ fn detect() -> u8 {
             features |= AVX512F;
             if cfg!(all(
                 target_feature = "avx512bf16",
-                target_feature = "avx512dq"
+                target_feature = "avx512dq",
+                target_feature = "avx512bw"
             )) {
                 features |= AVX512BF16;
             }
@@ -74,8 +75,11 @@ fn detect() -> u8 {
     // SAFETY: leaves 1 and 7 are at most the highest standard leaf (checked above).
     let (leaf1, leaf7) = unsafe { (__cpuid_count(1, 0), __cpuid_count(7, 0)) };
     // Leaf 7's EAX is its highest sub-leaf; sub-leaf 1's EAX bit 5 is AVX512_BF16.
-    // SAFETY: sub-leaf 1 exists when leaf 7 reports it.
-    let avx512bf16 = leaf7.eax >= 1 && unsafe { __cpuid_count(7, 1) }.eax & (1 << 5) != 0;
+    // SAFETY: sub-leaf 1 exists when leaf 7 reports it. `--cfg rope2d_no_avx512bf16` hides
+    // it, so that CI tests the AVX-512 path of CPUs without it on a CPU with it.
+    let avx512bf16 = !cfg!(rope2d_no_avx512bf16)
+        && leaf7.eax >= 1
+        && unsafe { __cpuid_count(7, 1) }.eax & (1 << 5) != 0;
     let osxsave = leaf1.ecx & (1 << 27) != 0;
     let avx = leaf1.ecx & (1 << 28) != 0;
     let fma = leaf1.ecx & (1 << 12) != 0;
@@ -83,6 +87,7 @@ fn detect() -> u8 {
     let avx2 = leaf7.ebx & (1 << 5) != 0;
     let avx512f = leaf7.ebx & (1 << 16) != 0;
     let avx512dq = leaf7.ebx & (1 << 17) != 0;
+    let avx512bw = leaf7.ebx & (1 << 30) != 0;
     if !(osxsave && avx) {
         return 0;
     }
@@ -96,7 +101,7 @@ fn detect() -> u8 {
         features |= AVX2_FMA;
         if zmm && avx512f {
             features |= AVX512F;
-            if avx512bf16 && avx512dq {
+            if avx512bf16 && avx512dq && avx512bw {
                 features |= AVX512BF16;
             }
         }
@@ -192,8 +197,10 @@ mod tests {
         let std_avx512 = std_avx2 && std::is_x86_feature_detected!("avx512f");
         assert_eq!(f & AVX512F != 0, std_avx512);
         let std_bf16 = std_avx512
+            && !cfg!(rope2d_no_avx512bf16)
             && std::is_x86_feature_detected!("avx512bf16")
-            && std::is_x86_feature_detected!("avx512dq");
+            && std::is_x86_feature_detected!("avx512dq")
+            && std::is_x86_feature_detected!("avx512bw");
         assert_eq!(f & AVX512BF16 != 0, std_bf16);
         let std_f16c = std_avx2 && std::is_x86_feature_detected!("f16c");
         assert_eq!(f & F16C != 0, std_f16c);
