@@ -56,7 +56,9 @@ pub type Table<'a, const A: usize, P = Sections<A>> = Rope<A, TableAngles<'a, A,
 ///   are rounded once more (`ε ≤ 2.5`). Asserted by `tests/q15.rs` for every plan.
 /// - Buffers are rotated in their own scale: [`Shape`]'s scales must be
 ///   [`Scales::SAME`], the spec's `mscale` 1, and the buffer `i16` or `i8`
-///   ([`Error::FixedPoint`] otherwise). Every backend runs the same integer kernel.
+///   ([`Error::FixedPoint`] otherwise). Every backend gives the same bits: the scalar
+///   kernel's integer arithmetic, its pair loop in integer vectors on `avx2` and `avx512`
+///   (`vpmaddwd`) and `neon` (`smull`, `sqrshrn`).
 ///
 /// ```
 /// use rope2d::{Direction, Grid, Q15Table, Shape, Table, preset};

@@ -52,7 +52,8 @@ pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
     drive::<Scalar<Float<E>>, A>(job);
 }
 
-/// A Q15 table's job on `i16` or `i8` values: integer arithmetic only, whatever the backend.
+/// A Q15 table's job on `i16` or `i8` values: integer arithmetic only (the reference the
+/// arch files' integer loops match bit for bit).
 pub(crate) fn run_q15<V: Fixed, A: AngleSource<[i16; 2]>>(job: Job<'_, A, V>) {
     drive::<Scalar<Q15<V>>, A>(job);
 }
