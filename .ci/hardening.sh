@@ -2,7 +2,8 @@
 # Hardening checks, on a fresh machine too (installs what it needs, once):
 #   1. Miri (undefined behaviour, out-of-bounds and aliasing checks): on x86_64 the lib tests
 #      and tests/errors.rs as built by default and with AVX2 + FMA enabled at compile time
-#      (the AVX2 element conversions also run tests/elements.rs there), the C interface's
+#      (the AVX2 element conversions also run tests/elements.rs there, the Q15 integer loop
+#      a small tests/q15.rs case), the C interface's
 #      tests, and the lib, tests/errors.rs and tests/backends.rs with AVX-512 enabled
 #      (`wide` needs AVX-512BW/DQ/VL alongside AVX-512F to compile): that build compiles and
 #      compares every x86 backend (scalar, portable, avx2, avx512) — the avx2 backend's code is
@@ -75,6 +76,9 @@ if [[ "$(uname -m)" == x86_64 ]]; then
     # The bit-pattern test reaches every conversion path; the others are too slow under Miri.
     CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="-C target-feature=+avx2,+fma" \
         cargo +nightly miri test --features std --test elements -- every_bit_pattern element_errors
+    step "miri: the Q15 integer vector loop (AVX2 vpmaddwd), tests/q15.rs on small shapes"
+    CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="-C target-feature=+avx2,+fma" \
+        cargo +nightly miri test --features std --test q15 -- small_rotations
     step "miri: + avx512 backend, RUSTFLAGS='-C target-feature=+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx2,+fma'"
     CARGO_TARGET_DIR=target/miri-avx512 \
         RUSTFLAGS="-C target-feature=+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx2,+fma" \

@@ -528,6 +528,39 @@ fn backends_match_scalar<V: Fixed>() {
     });
 }
 
+/// The integer vector loops on a size Miri can run (`.ci/hardening.sh` runs this test under
+/// Miri with AVX2): interleaved d = 44 (a whole block and a tail per axis), half d = 64 (a
+/// whole 16-pair block per axis), `i16` and `i8`, both directions, every backend against
+/// `Scalar` bit for bit.
+#[test]
+fn small_rotations_match_scalar_on_every_backend() {
+    fn check<V: Fixed>() {
+        let mut rng = Rng(11);
+        for (layout, d) in [(Layout::Interleaved, 44), (Layout::Half, 64)] {
+            let spec = preset::axial(d, layout, preset::AxisOrder::RowFirst, 100.0);
+            let mut qs = vec![[0i16; 2]; Table::storage_len(&spec, [2, 2]).unwrap()];
+            let table = Q15Table::build(&mut qs, &spec, [2, 2]).unwrap();
+            for dir in DIRS {
+                let input: Vec<V> = random(&mut rng, 4 * d + 1);
+                let mut expected = input.clone();
+                let scalar = table.with_backend(Backend::Scalar).unwrap();
+                scalar
+                    .rotate(&mut expected[1..], Shape::heads(1), Grid::new([2, 2]), dir)
+                    .unwrap();
+                for &backend in Backend::ALL.iter().filter(|b| b.is_available()) {
+                    let mut got = input.clone();
+                    let t = table.with_backend(backend).unwrap();
+                    t.rotate(&mut got[1..], Shape::heads(1), Grid::new([2, 2]), dir)
+                        .unwrap();
+                    assert!(got == expected, "{backend:?} {layout:?} {dir:?}");
+                }
+            }
+        }
+    }
+    check::<i16>();
+    check::<i8>();
+}
+
 #[test]
 fn every_backend_gives_the_scalar_bits_in_i16() {
     backends_match_scalar::<i16>();

@@ -27,11 +27,12 @@ use core::arch::x86_64::{
 };
 // Miri does not implement `vpermt2ps`: there `deinterleave` goes through memory.
 #[cfg(not(miri))]
-use core::arch::x86_64::{_mm512_permutex2var_ps, _mm512_setr_epi32};
+use core::arch::x86_64::_mm512_permutex2var_ps;
 
 use core::arch::x86_64::{
     _CMP_UNORD_Q, _mm512_cvtne2ps_pbh, _mm512_fpclass_ps_mask, _mm512_loadu_si512,
-    _mm512_mask_or_epi32, _mm512_permutexvar_epi16, _mm512_storeu_si512, _mm512_ternarylogic_epi32,
+    _mm512_mask_or_epi32, _mm512_permutexvar_epi16, _mm512_setr_epi32, _mm512_storeu_si512,
+    _mm512_ternarylogic_epi32,
 };
 
 use super::simd::{Simd, Stored, Vector, load_split_any, store_split_any};
