@@ -38,7 +38,7 @@ use core::arch::x86_64::{
     _CMP_UNORD_Q, _mm256_blend_epi16, _mm256_loadu_si256, _mm256_storeu_si256,
 };
 
-use super::simd::{Simd, Stored, Vector, load_split_any, store_split_any};
+use super::simd::{Bf16Pairs, Simd, Stored, Vector};
 use super::x86::{AVX2_FMA, F16C, features};
 use super::{AngleSource, Job, drive};
 use crate::element::{Element, sealed::Format};
@@ -140,9 +140,8 @@ pub(crate) use q15::run_q15;
 /// saturating packs round and saturate alike: bit for bit the scalar results. RoPE-Mixed's
 /// summed entries and the pairs after the last whole block take the scalar code.
 mod q15 {
-    use super::super::scalar::{Fixed, Scalar};
-    use super::super::simd::{Q15Blocks, Q15Vectors};
-    use super::super::{AngleSource, Job, Pairing, drive};
+    use super::super::Pairing;
+    use super::super::scalar::Fixed;
     use crate::config::{Direction, Layout};
     use core::arch::x86_64::{
         __m256i, _mm_loadu_si128, _mm_storeu_si128, _mm256_add_epi32, _mm256_castsi256_si128,
@@ -152,44 +151,11 @@ mod q15 {
         _mm256_storeu_si256, _mm256_unpackhi_epi16, _mm256_unpacklo_epi16,
     };
 
-    /// A Q15 table's job: the integer loop on CPUs with AVX2, else the scalar kernel.
-    pub(crate) fn run_q15<V: Fixed, A: AngleSource<[i16; 2]>>(job: Job<'_, A, V>) {
-        if super::is_available() {
-            // SAFETY: the CPU supports AVX2, checked just above.
-            unsafe { run(job) }
-        } else {
-            super::super::scalar::run_q15(job);
-        }
-    }
-
-    /// The driver loop, compiled with AVX2 so that the block loop's intrinsics inline.
-    ///
-    /// # Safety
-    ///
-    /// The CPU must support AVX2.
-    #[target_feature(enable = "avx2")]
-    unsafe fn run<V: Fixed, A: AngleSource<[i16; 2]>>(job: Job<'_, A, V>) {
-        drive::<Scalar<Q15Vectors<V, Avx2>>, A>(job);
-    }
-
-    /// The AVX2 pair loop. Only used by [`run`], which runs only on CPUs with AVX2.
-    struct Avx2;
-
-    // SAFETY: `Avx2` is only used by `run`, on CPUs with AVX2, what `blocks` needs.
-    unsafe impl Q15Blocks for Avx2 {
-        #[inline(always)]
-        unsafe fn blocks<V: Fixed>(
-            x: &mut [V],
-            head_dim: usize,
-            pairing: Pairing,
-            first_pair: usize,
-            angles: &[[i16; 2]],
-            dir: Direction,
-        ) -> usize {
-            // SAFETY: AVX2 (see `Avx2`).
-            unsafe { blocks(x, head_dim, pairing, first_pair, angles, dir) }
-        }
-    }
+    super::super::simd::q15_loop!(
+        features = "avx2",
+        available = super::is_available(),
+        blocks = blocks
+    );
 
     /// Rotates, in every head of `x`, the whole blocks (8 interleaved pairs, 16 half-layout
     /// pairs) of pairs `first_pair ..` by `angles`, as the scalar kernel does; returns how
@@ -484,22 +450,13 @@ unsafe impl Vector for V {
 // 0). Each is a function, not a closure, so that its intrinsics inline into the
 // `#[target_feature]` loops.
 
-// SAFETY: `f32` lanes load and store themselves; `f16` uses F16C, which `run` and `load` /
-// `store` only use on CPUs that have it (`converts`); the rest is AVX2. A buffer of `E` has
-// the layout of the integer type each arm reads (`f16`, `bf16`: `repr(transparent)` over
-// `u16`), and the trait's contract makes `LANES` values readable or writable at `p`.
-unsafe impl<E: Element> Stored<E> for V {
-    /// `bf16`: a pair is one 32-bit word, split by a shift and a mask, merged by one
-    /// `vpblendw`.
-    const SPLITS: bool = matches!(E::FORMAT, Format::Bf16);
-
+// Interleaved bf16 pairs: split by a shift and a mask, merged by one `vpblendw`.
+// SAFETY: AVX2 (available: see `V`); `2·LANES` bf16 (32 bytes) readable or writable at `p`
+// (the trait's contract).
+unsafe impl Bf16Pairs for V {
     #[inline(always)]
-    unsafe fn load_split(p: *const E) -> (Self, Self) {
-        if E::FORMAT != Format::Bf16 {
-            // SAFETY: as the caller guarantees.
-            return unsafe { load_split_any(p) };
-        }
-        // SAFETY: as stated on the impl; `2·LANES` bf16 (32 bytes) readable at `p`.
+    unsafe fn load_bf16_pairs(p: *const u16) -> (Self, Self) {
+        // SAFETY: as stated on the impl: `2·LANES` bf16 (32 bytes) readable at `p`.
         unsafe {
             let w = _mm256_loadu_si256(p.cast());
             let first = _mm256_slli_epi32::<16>(w);
@@ -513,12 +470,8 @@ unsafe impl<E: Element> Stored<E> for V {
 
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    unsafe fn store_split(a: Self, b: Self, p: *mut E) {
-        if E::FORMAT != Format::Bf16 {
-            // SAFETY: as the caller guarantees.
-            return unsafe { store_split_any(a, b, p) };
-        }
-        // SAFETY: as stated on the impl; `2·LANES` bf16 (32 bytes) writable at `p`.
+    unsafe fn store_bf16_pairs(a: Self, b: Self, p: *mut u16) {
+        // SAFETY: as stated on the impl: `2·LANES` bf16 (32 bytes) writable at `p`.
         unsafe {
             // Odd 16-bit words (each lane's high half) from the second element's rounding,
             // even ones from the first's, shifted down.
@@ -527,7 +480,13 @@ unsafe impl<E: Element> Stored<E> for V {
             _mm256_storeu_si256(p.cast(), words);
         }
     }
+}
 
+// SAFETY: `f32` lanes load and store themselves; `f16` uses F16C, which `run` and `load` /
+// `store` only use on CPUs that have it (`converts`); the rest is AVX2. A buffer of `E` has
+// the layout of the integer type each arm reads (`f16`, `bf16`: `repr(transparent)` over
+// `u16`), and the trait's contract makes `LANES` values readable or writable at `p`.
+unsafe impl<E: Element> Stored<E> for V {
     // Out of line in unoptimised builds: every inlined copy of every arm would take its
     // own stack slots there (no slot reuse), megabytes for the whole driver loop.
     #[cfg_attr(debug_assertions, inline)]

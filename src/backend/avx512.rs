@@ -35,7 +35,7 @@ use core::arch::x86_64::{
     _mm512_ternarylogic_epi32,
 };
 
-use super::simd::{Simd, Stored, Vector, load_split_any, store_split_any};
+use super::simd::{Bf16Pairs, Simd, Stored, Vector};
 use super::{AngleSource, Job, drive};
 use crate::element::{Element, sealed::Format};
 
@@ -313,21 +313,14 @@ unsafe impl<const BF16: bool> Vector for V<BF16> {
 // range). AVX-512 BF16's `vcvtneps2bf16`, where the CPU has it (`V<true>`), rounds bf16 in
 // one instruction except for vectors holding a subnormal, which it would flush to zero.
 
-// SAFETY: every arm is AVX-512F (available: see `V`). A buffer of `E` has the layout of the
-// integer type each arm reads (`f16`, `bf16`: `repr(transparent)` over `u16`), and the
-// trait's contract makes `LANES` values readable or writable at `p`.
-unsafe impl<E: Element, const BF16: bool> Stored<E> for V<BF16> {
-    /// `bf16`: a pair is one 32-bit word, split by a shift and a mask, merged by one
-    /// `vpternlogd` (or, with AVX-512 BF16, `vcvtne2ps2bf16` and one `vpermw`).
-    const SPLITS: bool = matches!(E::FORMAT, Format::Bf16);
-
+// Interleaved bf16 pairs: split by a shift and a mask, merged by one `vpternlogd` (or, with
+// AVX-512 BF16, `vcvtne2ps2bf16` and one `vpermw`).
+// SAFETY: AVX-512F, and for `V<true>` AVX-512 BF16 and BW (available: see `V`); `2·LANES`
+// bf16 (64 bytes) readable or writable at `p` (the trait's contract).
+unsafe impl<const BF16: bool> Bf16Pairs for V<BF16> {
     #[inline(always)]
-    unsafe fn load_split(p: *const E) -> (Self, Self) {
-        if E::FORMAT != Format::Bf16 {
-            // SAFETY: as the caller guarantees.
-            return unsafe { load_split_any(p) };
-        }
-        // SAFETY: as stated on the impl; `2·LANES` bf16 (64 bytes) readable at `p`.
+    unsafe fn load_bf16_pairs(p: *const u16) -> (Self, Self) {
+        // SAFETY: as stated on the impl: `2·LANES` bf16 (64 bytes) readable at `p`.
         unsafe {
             let w = _mm512_loadu_si512(p.cast());
             let first = _mm512_slli_epi32::<16>(w);
@@ -341,11 +334,7 @@ unsafe impl<E: Element, const BF16: bool> Stored<E> for V<BF16> {
 
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    unsafe fn store_split(a: Self, b: Self, p: *mut E) {
-        if E::FORMAT != Format::Bf16 {
-            // SAFETY: as the caller guarantees.
-            return unsafe { store_split_any(a, b, p) };
-        }
+    unsafe fn store_bf16_pairs(a: Self, b: Self, p: *mut u16) {
         // SAFETY: as stated on the impl (`V<true>`: AVX-512 BF16 and BW, see `V`); `2·LANES`
         // bf16 (64 bytes) writable at `p`.
         unsafe {
@@ -368,7 +357,12 @@ unsafe impl<E: Element, const BF16: bool> Stored<E> for V<BF16> {
             _mm512_storeu_si512(p.cast(), words);
         }
     }
+}
 
+// SAFETY: every arm is AVX-512F (available: see `V`). A buffer of `E` has the layout of the
+// integer type each arm reads (`f16`, `bf16`: `repr(transparent)` over `u16`), and the
+// trait's contract makes `LANES` values readable or writable at `p`.
+unsafe impl<E: Element, const BF16: bool> Stored<E> for V<BF16> {
     // Out of line in unoptimised builds: every inlined copy of every arm would take its
     // own stack slots there (no slot reuse), megabytes for the whole driver loop.
     #[cfg_attr(debug_assertions, inline)]

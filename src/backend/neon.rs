@@ -30,7 +30,7 @@ use core::arch::aarch64::{
 
 use core::arch::aarch64::{vld1q_u32, vshlq_n_u32, vsriq_n_u32, vst1q_u32};
 
-use super::simd::{Simd, Stored, Vector, load_split_any, store_split_any};
+use super::simd::{Bf16Pairs, Simd, Stored, Vector};
 use super::{AngleSource, Job, drive};
 use crate::element::{Element, sealed::Format};
 
@@ -76,22 +76,13 @@ pub(crate) fn fuses<E: Element>(ratio: f32) -> bool {
 
 super::simd::staging!(V, features = "neon", available = is_available());
 
-// SAFETY: every arm is NEON (available: see `V`; `fcvtl`/`fcvtn` are base aarch64 SIMD). A
-// buffer of `E` has the layout of the integer type each arm reads (`f16`, `bf16`:
-// `repr(transparent)` over `u16`), and the trait's contract makes 4 values readable or
-// writable at `p`. Bit for bit the conversions of `element`: `fcvtn` and `fcvtns` round to
-// nearest-even (FPCR's default), bf16 by `half`'s integer rounding.
-unsafe impl<E: Element> Stored<E> for V {
-    /// `bf16`: a pair is one 32-bit word, split by a shift and a mask, merged by one `sri`.
-    const SPLITS: bool = matches!(E::FORMAT, Format::Bf16);
-
+// Interleaved bf16 pairs: split by a shift and a mask, merged by one `sri`.
+// SAFETY: NEON (available: see `V`); `2·LANES` bf16 (16 bytes) readable or writable at `p`
+// (the trait's contract).
+unsafe impl Bf16Pairs for V {
     #[inline(always)]
-    unsafe fn load_split(p: *const E) -> (Self, Self) {
-        if E::FORMAT != Format::Bf16 {
-            // SAFETY: as the caller guarantees.
-            return unsafe { load_split_any(p) };
-        }
-        // SAFETY: as stated on the impl; `2·LANES` bf16 (16 bytes) readable at `p`.
+    unsafe fn load_bf16_pairs(p: *const u16) -> (Self, Self) {
+        // SAFETY: as stated on the impl: `2·LANES` bf16 (16 bytes) readable at `p`.
         unsafe {
             let w = vld1q_u32(p.cast());
             let first = vshlq_n_u32::<16>(w);
@@ -105,19 +96,22 @@ unsafe impl<E: Element> Stored<E> for V {
 
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    unsafe fn store_split(a: Self, b: Self, p: *mut E) {
-        if E::FORMAT != Format::Bf16 {
-            // SAFETY: as the caller guarantees.
-            return unsafe { store_split_any(a, b, p) };
-        }
-        // SAFETY: as stated on the impl; `2·LANES` bf16 (16 bytes) writable at `p`.
+    unsafe fn store_bf16_pairs(a: Self, b: Self, p: *mut u16) {
+        // SAFETY: as stated on the impl: `2·LANES` bf16 (16 bytes) writable at `p`.
         unsafe {
             // The second element's rounded high half, the first's shifted into the low half.
             let words = vsriq_n_u32::<16>(bf16_rounded(b.0), bf16_rounded(a.0));
             vst1q_u32(p.cast(), words);
         }
     }
+}
 
+// SAFETY: every arm is NEON (available: see `V`; `fcvtl`/`fcvtn` are base aarch64 SIMD). A
+// buffer of `E` has the layout of the integer type each arm reads (`f16`, `bf16`:
+// `repr(transparent)` over `u16`), and the trait's contract makes 4 values readable or
+// writable at `p`. Bit for bit the conversions of `element`: `fcvtn` and `fcvtns` round to
+// nearest-even (FPCR's default), bf16 by `half`'s integer rounding.
+unsafe impl<E: Element> Stored<E> for V {
     // Out of line in unoptimised builds: every inlined copy of every arm would take its
     // own stack slots there (no slot reuse), megabytes for the whole driver loop.
     #[cfg_attr(debug_assertions, inline)]
@@ -262,49 +256,15 @@ mod q15 {
         vqrshrn_high_n_s32, vqrshrn_n_s32, vst1_s8, vst1q_s16, vst2_s8, vst2q_s16,
     };
 
-    use super::super::scalar::{Fixed, Scalar};
-    use super::super::simd::{Q15Blocks, Q15Vectors};
-    use super::super::{AngleSource, Job, Pairing, drive};
+    use super::super::Pairing;
+    use super::super::scalar::Fixed;
     use crate::config::{Direction, Layout};
 
-    /// A Q15 table's job: the NEON loop where the CPU has NEON, else the scalar kernel.
-    pub(crate) fn run_q15<V: Fixed, A: AngleSource<[i16; 2]>>(job: Job<'_, A, V>) {
-        if super::is_available() {
-            // SAFETY: the CPU supports NEON, checked just above.
-            unsafe { run(job) }
-        } else {
-            super::super::scalar::run_q15(job);
-        }
-    }
-
-    /// The driver loop, compiled with NEON so that the block loop's intrinsics inline.
-    ///
-    /// # Safety
-    ///
-    /// The CPU must support NEON.
-    #[target_feature(enable = "neon")]
-    unsafe fn run<V: Fixed, A: AngleSource<[i16; 2]>>(job: Job<'_, A, V>) {
-        drive::<Scalar<Q15Vectors<V, Neon>>, A>(job);
-    }
-
-    /// The NEON pair loop. Only used by [`run`], which runs only on CPUs with NEON.
-    struct Neon;
-
-    // SAFETY: `Neon` is only used by `run`, on CPUs with NEON, what `blocks` needs.
-    unsafe impl Q15Blocks for Neon {
-        #[inline(always)]
-        unsafe fn blocks<V: Fixed>(
-            x: &mut [V],
-            head_dim: usize,
-            pairing: Pairing,
-            first_pair: usize,
-            angles: &[[i16; 2]],
-            dir: Direction,
-        ) -> usize {
-            // SAFETY: NEON (see `Neon`).
-            unsafe { blocks(x, head_dim, pairing, first_pair, angles, dir) }
-        }
-    }
+    super::super::simd::q15_loop!(
+        features = "neon",
+        available = super::is_available(),
+        blocks = blocks
+    );
 
     /// Rotates, in every head of `x`, the whole blocks of 8 pairs of pairs `first_pair ..`
     /// by `angles`, as the scalar kernel does; returns how many of `angles` it took. Blocks

@@ -138,7 +138,7 @@ const MAX_LANES: usize = 16;
 ///
 /// As for [`Vector`]; moreover implementations may only be used where the conversions'
 /// instructions are available (the arch file's `fuses` and `run` check them).
-pub(super) unsafe trait Stored<E: Element>: Vector {
+pub(super) unsafe trait Stored<E: Element>: Bf16Pairs {
     /// `LANES` values from `p` (unaligned), converted.
     unsafe fn load_values(p: *const E) -> Self;
     /// Stores `LANES` lanes at `p` (unaligned), rounded.
@@ -158,26 +158,6 @@ pub(super) unsafe trait Stored<E: Element>: Vector {
             Self::load_values(buffer.as_ptr())
         }
     }
-    /// Whether interleaved pairs of `E` are rotated split into their first and second
-    /// elements as they load ([`load_split`](Self::load_split),
-    /// [`store_split`](Self::store_split): [`Form::Split`]) rather than in place with a swap
-    /// within pairs. For `bf16` the split is free: a pair is one 32-bit word, its first
-    /// element's `f32` a shift of it and its second's a mask.
-    const SPLITS: bool = false;
-    /// `LANES` interleaved pairs (`2·LANES` values) from `p`, converted: their first
-    /// elements and their second.
-    #[inline(always)]
-    unsafe fn load_split(p: *const E) -> (Self, Self) {
-        // SAFETY: as the caller guarantees.
-        unsafe { load_split_any(p) }
-    }
-    /// Stores first elements `a` and second elements `b` as `LANES` interleaved pairs at `p`
-    /// (`2·LANES` values), rounded.
-    #[inline(always)]
-    unsafe fn store_split(a: Self, b: Self, p: *mut E) {
-        // SAFETY: as the caller guarantees.
-        unsafe { store_split_any(a, b, p) }
-    }
     /// Stores the first `n < LANES` lanes at `p`, rounded; nothing else is written.
     #[inline(always)]
     unsafe fn store_values_partial(self, p: *mut E, n: usize) {
@@ -195,41 +175,21 @@ pub(super) unsafe trait Stored<E: Element>: Vector {
     }
 }
 
-/// [`Stored::load_split`] for any type: two loads and a de-interleave.
+/// Interleaved `bf16` pairs split into their first and second elements as they load, and
+/// merged as they store ([`Form::Split`]): a pair is one 32-bit word, its first element's
+/// `f32` the word shifted left by 16, its second's the word's high half — so the half
+/// layout's arithmetic and row apply with no swap within pairs.
 ///
 /// # Safety
 ///
-/// `V`'s instruction set is available; `2·LANES` values readable at `p`.
-#[inline(always)]
-pub(super) unsafe fn load_split_any<V: Stored<E>, E: Element>(p: *const E) -> (V, V) {
-    // SAFETY: as the caller guarantees.
-    unsafe { V::deinterleave(V::load_values(p), V::load_values(p.add(V::LANES))) }
-}
-
-/// [`Stored::store_split`] for any type, through buffers: `element`'s rounding, which every
-/// `store_values` matches bit for bit.
-///
-/// # Safety
-///
-/// `V`'s instruction set is available; `2·LANES` values writable at `p`, not otherwise
-/// borrowed.
-#[inline(always)]
-pub(super) unsafe fn store_split_any<V: Stored<E>, E: Element>(a: V, b: V, p: *mut E) {
-    let lanes = V::LANES;
-    let (mut fa, mut fb) = ([0f32; MAX_LANES], [0f32; MAX_LANES]);
-    // SAFETY: `LANES ≤ MAX_LANES` floats writable in each array; the instruction set (caller).
-    unsafe {
-        a.store(fa.as_mut_ptr());
-        b.store(fb.as_mut_ptr());
-    }
-    let mut pairs = [0f32; 2 * MAX_LANES];
-    for (i, pair) in pairs.chunks_exact_mut(2).take(lanes).enumerate() {
-        pair[0] = fa[i];
-        pair[1] = fb[i];
-    }
-    // SAFETY: `2·LANES` values writable at `p` and not otherwise borrowed (caller).
-    let out = unsafe { core::slice::from_raw_parts_mut(p, 2 * lanes) };
-    crate::element::store(&pairs[..2 * lanes], out);
+/// As for [`Vector`].
+pub(super) unsafe trait Bf16Pairs: Vector {
+    /// `LANES` interleaved `bf16` pairs (`2·LANES` values, unaligned) from `p`, converted:
+    /// their first elements and their second.
+    unsafe fn load_bf16_pairs(p: *const u16) -> (Self, Self);
+    /// Stores first elements `a` and second elements `b` as `LANES` interleaved `bf16` pairs
+    /// at `p` (unaligned), each rounded as [`Stored::store_values`] rounds `bf16`.
+    unsafe fn store_bf16_pairs(a: Self, b: Self, p: *mut u16);
 }
 
 /// Converts `src` to `f32` into `dst` (the same length), times `ratio`: `V::LANES` values at
@@ -337,7 +297,7 @@ pub(super) use staging;
 /// # Safety
 ///
 /// An implementation names the instruction set `blocks` needs and is used only where it is
-/// available (by the arch file's own `#[target_feature]` driver).
+/// available (by the driver [`q15_loop`] generates).
 pub(super) unsafe trait Q15Blocks {
     /// # Safety
     ///
@@ -351,6 +311,69 @@ pub(super) unsafe trait Q15Blocks {
         dir: Direction,
     ) -> usize;
 }
+
+/// An arch file's Q15 entry point `run_q15` (the registry's): the scalar Q15 kernel with its
+/// pair loop in the file's `$blocks` (a [`Q15Blocks::blocks`] function), compiled with
+/// `$features` so that its intrinsics inline, taken when `$available` (otherwise the scalar
+/// backend's Q15 loop, the same bits).
+macro_rules! q15_loop {
+    (features = $features:literal, available = $available:expr, blocks = $blocks:path) => {
+        /// A Q15 table's job: the integer vector loop where the CPU has its instruction set,
+        /// else the scalar kernel.
+        pub(crate) fn run_q15<
+            V: $crate::backend::scalar::Fixed,
+            A: $crate::backend::AngleSource<[i16; 2]>,
+        >(
+            job: $crate::backend::Job<'_, A, V>,
+        ) {
+            if $available {
+                // SAFETY: the CPU has the loop's target features, checked just above.
+                unsafe { run_q15_vectors(job) }
+            } else {
+                $crate::backend::scalar::run_q15(job);
+            }
+        }
+
+        /// The driver loop, compiled with the block loop's target features.
+        ///
+        /// # Safety
+        ///
+        /// The CPU has `$features`.
+        #[target_feature(enable = $features)]
+        unsafe fn run_q15_vectors<
+            V: $crate::backend::scalar::Fixed,
+            A: $crate::backend::AngleSource<[i16; 2]>,
+        >(
+            job: $crate::backend::Job<'_, A, V>,
+        ) {
+            $crate::backend::drive::<
+                $crate::backend::scalar::Scalar<$crate::backend::simd::Q15Vectors<V, Blocks>>,
+                A,
+            >(job);
+        }
+
+        /// The block loop, used only by `run_q15_vectors`.
+        struct Blocks;
+
+        // SAFETY: `Blocks` is used only by `run_q15_vectors`, which runs only where the CPU
+        // has `$features`, what `$blocks` needs.
+        unsafe impl $crate::backend::simd::Q15Blocks for Blocks {
+            #[inline(always)]
+            unsafe fn blocks<V: $crate::backend::scalar::Fixed>(
+                x: &mut [V],
+                head_dim: usize,
+                pairing: $crate::backend::Pairing,
+                first_pair: usize,
+                angles: &[[i16; 2]],
+                dir: $crate::config::Direction,
+            ) -> usize {
+                // SAFETY: the instruction set is available (the trait's contract).
+                unsafe { $blocks(x, head_dim, pairing, first_pair, angles, dir) }
+            }
+        }
+    };
+}
+pub(super) use q15_loop;
 
 /// The scalar Q15 kernel ([`Q15`]) with its pair loop in `L`'s vector blocks; the pairs after
 /// the last whole block, and RoPE-Mixed's summed entries, in scalar code.
@@ -400,17 +423,17 @@ enum Form {
     Interleaved,
     /// The half layout: first elements in the head's first half, second in its second.
     Half,
-    /// Interleaved pairs split into first and second elements as they load
-    /// ([`Stored::SPLITS`]): the half layout's arithmetic and row, on interleaved memory.
+    /// Interleaved `bf16` pairs split into first and second elements as they load
+    /// ([`Bf16Pairs`]): the half layout's arithmetic and row, on interleaved memory.
     Split,
 }
 
 impl Form {
     /// The form of `layout` for vectors `V` on values of `E`.
     #[inline(always)]
-    fn of<V: Stored<E>, E: Element>(layout: Layout) -> Self {
+    fn of<E: Element>(layout: Layout) -> Self {
         match layout {
-            Layout::Interleaved if V::SPLITS => Form::Split,
+            Layout::Interleaved if E::FORMAT == Format::Bf16 => Form::Split,
             Layout::Interleaved => Form::Interleaved,
             Layout::Half => Form::Half,
         }
@@ -636,10 +659,12 @@ unsafe fn rotate_segments<V: Stored<E>, E: Element>(
                         }
                     }
                     Form::Split => {
+                        // `E` is `bf16` (`Form::of`): its values are `u16` bit patterns.
                         let p = base.add(head);
                         let mut k = seg.lo;
                         while k + lanes <= seg.hi {
-                            split_step::<V, E>(p.add(2 * k), a.wrapping_add(k), b.wrapping_add(k));
+                            let (c, s) = (V::load(a.wrapping_add(k)), V::load(b.wrapping_add(k)));
+                            split_step::<V>(p.add(2 * k).cast(), c, s);
                             k += lanes;
                         }
                         if k < seg.hi {
@@ -648,7 +673,8 @@ unsafe fn rotate_segments<V: Stored<E>, E: Element>(
                             let mut buffer = [E::default(); 2 * MAX_LANES];
                             let t = buffer.as_mut_ptr();
                             core::ptr::copy_nonoverlapping(p.add(2 * k), t, n);
-                            split_step::<V, E>(t, a.wrapping_add(k), b.wrapping_add(k));
+                            let (c, s) = (V::load(a.wrapping_add(k)), V::load(b.wrapping_add(k)));
+                            split_step::<V>(t.cast(), c, s);
                             core::ptr::copy_nonoverlapping(t, p.add(2 * k), n);
                         }
                     }
@@ -759,21 +785,20 @@ unsafe fn half_step<V: Stored<E>, E: Element>(
     }
 }
 
-/// The split loop body of [`rotate_segments`] ([`Form::Split`]): `LANES` interleaved pairs at
-/// `p` split into first and second elements as they load, rotated as [`half_step`] rotates
-/// them by the cosines at `c` and signed sines at `s`, and merged back as they store.
+/// The split loop body ([`Form::Split`]): `LANES` interleaved `bf16` pairs at `p` split into
+/// first and second elements as they load, rotated as [`half`] rotates them by the cosines
+/// `c` and signed sines `s`, and merged back as they store.
 ///
 /// # Safety
 ///
-/// `V`'s instruction set is available; `LANES` floats readable at `c`, `s`, and `2·LANES`
-/// values readable and writable at `p`.
+/// `V`'s instruction set is available; `2·LANES` `bf16` values readable and writable at `p`.
 #[inline(always)]
-unsafe fn split_step<V: Stored<E>, E: Element>(p: *mut E, c: *const f32, s: *const f32) {
+unsafe fn split_step<V: Bf16Pairs>(p: *mut u16, c: V, s: V) {
     // SAFETY: as the caller guarantees.
     unsafe {
-        let (x, y) = V::load_split(p);
-        let (x, y) = half(x, y, V::load(c), V::load(s));
-        V::store_split(x, y, p);
+        let (x, y) = V::load_bf16_pairs(p);
+        let (x, y) = half(x, y, c, s);
+        V::store_bf16_pairs(x, y, p);
     }
 }
 
@@ -851,9 +876,8 @@ unsafe fn head_from_registers<V: Stored<E>, E: Element, const N: usize>(
                 for j in 0..N {
                     // Pairs `j·LANES ..` of the head: values `2·j·LANES ..`.
                     let q = p.add(2 * j * V::LANES);
-                    let (x, y) = V::load_split(q);
-                    let (x, y) = half(x, y, a[j], b[j]);
-                    V::store_split(x, y, q);
+                    // `E` is `bf16` (`Form::of`): its values are `u16` bit patterns.
+                    split_step::<V>(q.cast(), a[j], b[j]);
                 }
             }
         }
@@ -1173,7 +1197,7 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
     ) {
         let room = pairing.pairs.min(ROW_PAIRS).saturating_sub(first_pair);
         let entries = entries.get(..entries.len().min(room)).unwrap_or(&[]);
-        let layout = Form::of::<V, E>(pairing.layout).row();
+        let layout = Form::of::<E>(pairing.layout).row();
         // SAFETY: `Simd<V>` only runs inside its arch file's `run`, which checked the
         // instruction set; `first_pair + entries.len() ≤ ROW_PAIRS`.
         unsafe { prepare::<V>(row, layout, dir, first_pair, entries) }
@@ -1196,12 +1220,12 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         };
         // SAFETY: as in `prepare`; `pairs ≤ ROW_PAIRS`, `2·pairs ≤ head_dim`; the row's
         // first `2·pairs` floats and a vector of padding are initialised.
-        unsafe { rotate::<V, E>(x, head_dim, Form::of::<V, E>(pairing.layout), pairs, angles) }
+        unsafe { rotate::<V, E>(x, head_dim, Form::of::<E>(pairing.layout), pairs, angles) }
     }
 
     #[inline(always)]
     fn splits(pairing: Pairing, first: usize, len: usize) -> bool {
-        let unit = match Form::of::<V, E>(pairing.layout).row() {
+        let unit = match Form::of::<E>(pairing.layout).row() {
             Layout::Interleaved => V::LANES / 2,
             Layout::Half => V::LANES,
         };
@@ -1237,7 +1261,7 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         {
             return false;
         }
-        let form = Form::of::<V, E>(pairing.layout);
+        let form = Form::of::<E>(pairing.layout);
         let layout = form.row();
         let scale = match layout {
             Layout::Interleaved => 2,
@@ -1322,7 +1346,7 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
                 .checked_mul(ROW_PAIRS)
                 .is_none_or(|limit| n <= limit)
         });
-        let form = Form::of::<V, E>(pairing.layout);
+        let form = Form::of::<E>(pairing.layout);
         let layout = form.row();
         let vectors = match layout {
             Layout::Interleaved => head_dim / V::LANES,
