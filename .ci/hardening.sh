@@ -6,9 +6,10 @@
 #      a small tests/q15.rs case), the C interface's
 #      tests, and the lib, tests/errors.rs and tests/backends.rs with AVX-512 enabled
 #      (`wide` needs AVX-512BW/DQ/VL alongside AVX-512F to compile): that build compiles and
-#      compares every x86 backend (scalar, portable, avx2, avx512) — the avx2 backend's code is
-#      the same with or without AVX-512 flags — with their intrinsics, masked loads and stores
-#      and pointer code. Elsewhere tests/backends.rs runs in the default build.
+#      compares the x86 backends with `unsafe` code (avx2, avx512) against scalar — the avx2
+#      backend's code is the same with or without AVX-512 flags — with their intrinsics,
+#      masked loads and stores and pointer code (`portable` forbids `unsafe`: the native runs
+#      compare it). Elsewhere tests/backends.rs runs in the default build, portable included.
 #      Miri does not implement `vpermt2ps` (`llvm.x86.avx512.vpermi2var.ps.512`), so under
 #      Miri the avx512 backend de-interleaves half-layout tables through a stack copy instead
 #      (the data's memory accesses are the native ones).
@@ -87,9 +88,10 @@ else
     step "miri: avx2 and avx512 backends skipped (host is $(uname -m), not x86_64)"
 fi
 
-# The targets instantiate every plan, axis count and backend: an optimised ASan build takes
-# 13 minutes here (16 codegen units), an unoptimised one 2.5. CI builds unoptimised (still
-# ASan, debug assertions and overflow checks; 100–180 inputs/s per target here);
+# The targets instantiate every plan, axis count, element type and backend: an optimised ASan
+# build takes 13 minutes here (16 codegen units), an unoptimised one about 3 (with line tables
+# only: fuzz/Cargo.toml). CI builds unoptimised (still ASan, debug assertions and overflow
+# checks; 100–180 inputs/s per target here);
 # FUZZ_BUILD="--codegen-units 16" bash .ci/hardening.sh builds optimised, for long runs.
 read -r -a FUZZ_BUILD <<<"${FUZZ_BUILD:---dev}"
 
