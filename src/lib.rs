@@ -73,6 +73,7 @@
 //! - [`FixedTable<N, A>`](FixedTable): owning `N` entries, to keep in a `static`;
 //! - [`Q15Table`]: Q15 `[i16; 2]` entries in caller storage, built and applied with integer
 //!   arithmetic only (`i16`/`i8` buffers; for cores without an FPU);
+//! - [`Q15FixedTable<N, A>`](Q15FixedTable): the same, owning its `N` entries (`4·N` bytes);
 //! - [`Direct`]: no table, for integer positions of any size and real-valued coordinates.
 //!
 //! All of them rotate through [`Rope`]'s one API: [`rotate`](Rope::rotate) (tokens at
@@ -182,7 +183,9 @@ pub use freq::TableEntry;
 /// re-export to match rope2d's version.
 pub use half;
 pub use positions::{Grid, Piece, Positions, Run};
-pub use rope::{Direct, DirectAngles, FixedTable, Q15Table, Rope, Source, Table, TableAngles};
+pub use rope::{
+    Direct, DirectAngles, FixedTable, Q15FixedTable, Q15Table, Rope, Source, Table, TableAngles,
+};
 pub use spec::{
     FreqIndex, Freqs, Interleaved, LearnedFreqs, PerPair, Plan, Section, Sections, Spec, Summed,
 };

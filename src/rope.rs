@@ -793,7 +793,8 @@ impl<'a, const A: usize, P: Plan<A>, T: TableEntry> Rope<A, TableAngles<'a, A, P
     }
 }
 
-/// A [`Table`] that owns its `N` entries, to keep on the stack or in a `static`.
+/// A [`Table`] that owns its `N` entries, to keep on the stack or in a `static`; with Q15
+/// entries (`T = [i16; 2]`), a [`Q15FixedTable`].
 ///
 /// `N` must be the tables' [`storage_len`](Table::storage_len); for sections it is a
 /// `const fn`, [`Sections::table_len`]:
@@ -809,8 +810,13 @@ impl<'a, const A: usize, P: Plan<A>, T: TableEntry> Rope<A, TableAngles<'a, A, P
 /// # Ok::<(), rope2d::Error>(())
 /// ```
 #[derive(Clone)]
-pub struct FixedTable<const N: usize, const A: usize, P: Plan<A> = Sections<A>> {
-    entries: [[f32; 2]; N],
+pub struct FixedTable<
+    const N: usize,
+    const A: usize,
+    P: Plan<A> = Sections<A>,
+    T: TableEntry = [f32; 2],
+> {
+    entries: [T; N],
     head_dim: usize,
     pairing: Pairing,
     backend: Backend,
@@ -819,23 +825,42 @@ pub struct FixedTable<const N: usize, const A: usize, P: Plan<A> = Sections<A>> 
     plan: P,
 }
 
-impl<const N: usize, const A: usize, P: Plan<A>> fmt::Debug for FixedTable<N, A, P> {
+/// A [`Q15Table`] that owns its `N` entries (`4·N` bytes), to keep on the stack or in a
+/// `static`: built with integer arithmetic only, as [`Q15Table::build`] builds.
+///
+/// ```
+/// use rope2d::{Direction, Grid, Q15FixedTable, Shape, preset};
+///
+/// const SPEC: rope2d::Spec<'static, 2> = preset::rope_vit(32);
+/// const N: usize = SPEC.plan.table_len([8, 8]); // (8 + 8) · 32/4 = 128 entries
+/// let table = Q15FixedTable::<N, 2>::new(&SPEC, [8, 8])?;
+/// assert_eq!(Q15FixedTable::<N, 2>::BYTES, 512);
+/// let mut q = [4_096i16; 8 * 8 * 32]; // 0.125 in Q15, one head
+/// table.view().rotate(&mut q, Shape::heads(1), Grid::new([8, 8]), Direction::Forward)?;
+/// # Ok::<(), rope2d::Error>(())
+/// ```
+pub type Q15FixedTable<const N: usize, const A: usize, P = Sections<A>> =
+    FixedTable<N, A, P, [i16; 2]>;
+
+impl<const N: usize, const A: usize, P: Plan<A>, T: TableEntry> fmt::Debug
+    for FixedTable<N, A, P, T>
+{
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.view().fmt(f)
     }
 }
 
-impl<const N: usize, const A: usize, P: Plan<A>> FixedTable<N, A, P> {
-    /// Bytes of table data: `N · 8`.
-    pub const BYTES: usize = N * 8;
+impl<const N: usize, const A: usize, P: Plan<A>, T: TableEntry> FixedTable<N, A, P, T> {
+    /// Bytes of table data: `N · 8` (`f32` entries) or `N · 4` (Q15).
+    pub const BYTES: usize = N * core::mem::size_of::<T>();
 
     /// Builds the tables of `spec` over `extents`.
     ///
     /// Errors: those of [`Table::build`] ([`Error::StorageLength`] when `N` is not the
-    /// tables' size).
+    /// tables' size; Q15: [`Error::FixedPoint`] for an `mscale` other than 1).
     pub fn new(spec: &Spec<'_, A, P>, extents: [usize; A]) -> Result<Self, Error> {
-        let mut entries = [[0f32; 2]; N];
-        let table = Table::build(&mut entries, spec, extents)?;
+        let mut entries = [T::IDENTITY; N];
+        let table = Rope::<A, TableAngles<'_, A, P, T>>::build(&mut entries, spec, extents)?;
         let (head_dim, pairing, widths) = (table.head_dim, table.pairing, table.source.widths);
         Ok(Self {
             entries,
@@ -856,8 +881,8 @@ impl<const N: usize, const A: usize, P: Plan<A>> FixedTable<N, A, P> {
         })
     }
 
-    /// The table as a [`Table`], which has every rotation method.
-    pub fn view(&self) -> Table<'_, A, P> {
+    /// The table as a [`Table`] (or [`Q15Table`]), which has every rotation method.
+    pub fn view(&self) -> Rope<A, TableAngles<'_, A, P, T>> {
         Rope {
             head_dim: self.head_dim,
             pairing: self.pairing,

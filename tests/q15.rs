@@ -3,8 +3,8 @@
 //! direction and prefix, the golden vectors in Q15, and every error.
 
 use rope2d::{
-    Backend, Direction, Error, Grid, Layout, LearnedFreqs, Q15Table, Run, Shape, Spec, Table,
-    half::f16, preset,
+    Backend, Direction, Error, Grid, Layout, LearnedFreqs, Q15FixedTable, Q15Table, Run, Shape,
+    Spec, Table, half::f16, preset,
 };
 
 const DIRS: [Direction; 2] = [Direction::Forward, Direction::Inverse];
@@ -626,4 +626,52 @@ fn q15_errors_write_nothing() {
         Err(Error::TokenCount { .. })
     ));
     assert!(x.iter().chain(&k).all(|&v| v == 100));
+}
+
+/// An owning Q15 table (`Q15FixedTable`) holds the entries `Q15Table::build` writes and
+/// rotates to the same bits, on every backend; its errors are the builder's.
+#[test]
+fn fixed_q15_tables_match_runtime_tables() {
+    const SPEC: Spec<'static, 2> = preset::rope_vit(32);
+    const N: usize = SPEC.plan.table_len([5, 7]);
+    let mut storage = vec![[0i16; 2]; N];
+    let runtime = Q15Table::build(&mut storage, &SPEC, [5, 7]).unwrap();
+    let fixed = Q15FixedTable::<N, 2>::new(&SPEC, [5, 7]).unwrap();
+    assert_eq!(Q15FixedTable::<N, 2>::BYTES, 4 * N);
+    let view = fixed.view();
+    assert_eq!(view.extents(), [5, 7]);
+    for (axis, extent) in [5, 7].into_iter().enumerate() {
+        for index in 0..extent {
+            assert_eq!(view.entries(axis, index), runtime.entries(axis, index));
+        }
+    }
+    let mut rng = Rng(0x51_7e);
+    let x: Vec<i16> = (0..5 * 7 * 3 * 32)
+        .map(|_| (rng.next() >> 48) as i16)
+        .collect();
+    let shape = Shape::heads(3);
+    let mut expected = x.clone();
+    runtime
+        .rotate(&mut expected, shape, Grid::new([5, 7]), Direction::Forward)
+        .unwrap();
+    for backend in Backend::ALL.iter().copied().filter(|b| b.is_available()) {
+        let fixed = fixed.clone().with_backend(backend).unwrap();
+        let mut y = x.clone();
+        fixed
+            .view()
+            .rotate(&mut y, shape, Grid::new([5, 7]), Direction::Forward)
+            .unwrap();
+        assert_eq!(y, expected, "{}", backend.name());
+    }
+    assert_eq!(
+        Q15FixedTable::<N, 2>::new(&SPEC.with_mscale(0.5), [5, 7]).err(),
+        Some(Error::FixedPoint)
+    );
+    assert_eq!(
+        Q15FixedTable::<N, 2>::new(&SPEC, [5, 8]).err(),
+        Some(Error::StorageLength {
+            expected: SPEC.plan.table_len([5, 8]),
+            actual: N
+        })
+    );
 }
