@@ -40,6 +40,7 @@ impl Element for i8 {}
 /// a float buffer.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(C)] // The C interface reads its `rope2d_scales` arrays as `Scales`.
 pub struct Scales {
     /// The scale of the stored inputs.
     pub input: f32,
@@ -58,9 +59,16 @@ impl Scales {
         output: 1.0,
     };
 
+    /// Whether these are [`SAME`](Self::SAME), compared as bits: the check of a Q15 table (on
+    /// a core without an FPU) links no float routine.
+    pub(crate) fn is_same(self) -> bool {
+        let one = 1f32.to_bits();
+        self.input.to_bits() == one && self.output.to_bits() == one
+    }
+
     /// `input / output`, the factor between a stored input and a stored output, checked.
     pub(crate) fn ratio<E: Element>(self) -> Result<f32, Error> {
-        if self == Self::SAME {
+        if self.is_same() {
             return Ok(1.0);
         }
         let ratio = self.input / self.output;

@@ -157,12 +157,12 @@ mod sealed {
         fn stages<E: Element>(backend: Backend, ratio: f32) -> bool {
             !backend.fuses::<E>(ratio)
         }
-        /// Rotates a checked buffer (`ratio` from [`ratio`](Self::ratio)).
+        /// Rotates a checked buffer (its ratios from [`ratio`](Self::ratio)).
         fn rotate<E: Element, Po: Positions<A>>(
             rope: &Rope<A, Self>,
             x: &mut [E],
             tokens: apply::Tokens,
-            ratio: f32,
+            ratio: Ratio<'_>,
             positions: Po,
             dir: Direction,
         );
@@ -188,11 +188,11 @@ macro_rules! rotate_in_f32 {
             rope: &Rope<A, Self>,
             x: &mut [E],
             tokens: apply::Tokens,
-            ratio: f32,
+            ratio: Ratio<'_>,
             positions: Po,
             dir: Direction,
         ) {
-            rope.run(x, tokens, Ratio::Tensor(ratio), positions, dir);
+            rope.run(x, tokens, ratio, positions, dir);
         }
     };
 }
@@ -240,9 +240,7 @@ impl<const A: usize, P: Plan<A>> sealed::SourceImpl<A> for TableAngles<'_, A, P,
     /// links no float routine.
     #[inline(always)]
     fn ratio<E: Element>(scales: Scales) -> Result<f32, Error> {
-        let one = 1f32.to_bits();
-        let same = scales.input.to_bits() == one && scales.output.to_bits() == one;
-        if same && matches!(E::FORMAT, Format::I16 | Format::I8) {
+        if scales.is_same() && matches!(E::FORMAT, Format::I16 | Format::I8) {
             Ok(1.0)
         } else {
             Err(Error::FixedPoint)
@@ -260,11 +258,11 @@ impl<const A: usize, P: Plan<A>> sealed::SourceImpl<A> for TableAngles<'_, A, P,
         rope: &Rope<A, Self>,
         x: &mut [E],
         tokens: apply::Tokens,
-        _ratio: f32,
+        _ratio: Ratio<'_>,
         positions: Po,
         dir: Direction,
     ) {
-        // The prefix stays as it is: the scales are the same.
+        // The prefix stays as it is: the scales are the same (every ratio is 1).
         let (_, x) = x
             .split_at_mut_checked(tokens.prefix_len)
             .unwrap_or_default();
@@ -454,7 +452,7 @@ impl<const A: usize, S: Source<A>> Rope<A, S> {
         dir: Direction,
     ) -> Result<(), Error> {
         let (tokens, ratio) = self.check::<E, Po>(x.len(), shape, &positions)?;
-        S::rotate(self, x, tokens, ratio, positions, dir);
+        S::rotate(self, x, tokens, Ratio::Tensor(ratio), positions, dir);
         Ok(())
     }
 
@@ -483,35 +481,11 @@ impl<const A: usize, S: Source<A>> Rope<A, S> {
     ) -> Result<(), Error> {
         let (q_tokens, ratio) = self.check::<E, Po>(q.len(), shape, &positions)?;
         let (k_tokens, _) = self.check::<E, Po>(k.len(), shape, &positions)?;
-        S::rotate(self, q, q_tokens, ratio, positions, dir);
-        S::rotate(self, k, k_tokens, ratio, positions, dir);
+        S::rotate(self, q, q_tokens, Ratio::Tensor(ratio), positions, dir);
+        S::rotate(self, k, k_tokens, Ratio::Tensor(ratio), positions, dir);
         Ok(())
     }
 
-    /// Rotates one head vector (`head_dim` values) of the token at `position`.
-    ///
-    /// Errors: [`Error::HeadLength`], [`Error::PositionOutOfRange`]; [`Error::HeadCount`] for
-    /// RoPE-Mixed with more than one head (its frequencies differ per head: rotate whole
-    /// tokens with [`rotate_at`](Self::rotate_at)).
-    pub fn rotate_head<E: Element>(
-        &self,
-        head: &mut [E],
-        position: [u32; A],
-        dir: Direction,
-    ) -> Result<(), Error> {
-        if head.len() != self.head_dim {
-            return Err(Error::HeadLength {
-                expected: self.head_dim,
-                actual: head.len(),
-            });
-        }
-        let positions: &[[u32; A]] = core::slice::from_ref(&position);
-        self.rotate(head, Shape::heads(1), positions, dir)
-    }
-}
-
-/// The rotations of the `[f32; 2]` sources, which take every element type in `f32`.
-impl<const A: usize, S: Source<A> + sealed::FloatSource<A>> Rope<A, S> {
     /// [`rotate`](Self::rotate) for an integer buffer quantised per head: head `h` of every
     /// token is stored at scale `scales[h].input` and rotated into `scales[h].output`, with
     /// the rounding, saturation and supported ratios of [`Scales`]; the unrotated prefix is
@@ -539,7 +513,8 @@ impl<const A: usize, S: Source<A> + sealed::FloatSource<A>> Rope<A, S> {
     ///
     /// Errors: those of `rotate`; [`Error::InvalidScales`] when `scales` does not hold one
     /// entry per head, when `shape` has scales of its own, or when an entry is not supported
-    /// for `E` (floats take only [`Scales::SAME`]). Nothing is written on error.
+    /// for `E` (floats take only [`Scales::SAME`]); on a [`Q15Table`], [`Error::FixedPoint`]
+    /// for any entry other than [`Scales::SAME`]. Nothing is written on error.
     pub fn rotate_with_head_scales<E: Element, Po: Positions<A>>(
         &self,
         x: &mut [E],
@@ -549,12 +524,13 @@ impl<const A: usize, S: Source<A> + sealed::FloatSource<A>> Rope<A, S> {
         dir: Direction,
     ) -> Result<(), Error> {
         let (tokens, _) = self.check::<E, Po>(x.len(), shape, &positions)?;
-        if scales.len() != shape.heads || shape.scales != Scales::SAME {
+        if scales.len() != shape.heads || !shape.scales.is_same() {
             return Err(Error::InvalidScales);
         }
         let mut same = true;
-        for head in scales {
-            same &= head.ratio::<E>()? == 1.0;
+        for &head in scales {
+            // Of bits, as `is_same`: a Q15 table's check links no float routine.
+            same &= S::ratio::<E>(head)?.to_bits() == 1f32.to_bits();
         }
         let ratio = if same {
             Ratio::Tensor(1.0)
@@ -563,10 +539,34 @@ impl<const A: usize, S: Source<A> + sealed::FloatSource<A>> Rope<A, S> {
         } else {
             return Err(Error::ShapeOverflow);
         };
-        self.run(x, tokens, ratio, positions, dir);
+        S::rotate(self, x, tokens, ratio, positions, dir);
         Ok(())
     }
 
+    /// Rotates one head vector (`head_dim` values) of the token at `position`.
+    ///
+    /// Errors: [`Error::HeadLength`], [`Error::PositionOutOfRange`]; [`Error::HeadCount`] for
+    /// RoPE-Mixed with more than one head (its frequencies differ per head: rotate whole
+    /// tokens with [`rotate_at`](Self::rotate_at)).
+    pub fn rotate_head<E: Element>(
+        &self,
+        head: &mut [E],
+        position: [u32; A],
+        dir: Direction,
+    ) -> Result<(), Error> {
+        if head.len() != self.head_dim {
+            return Err(Error::HeadLength {
+                expected: self.head_dim,
+                actual: head.len(),
+            });
+        }
+        let positions: &[[u32; A]] = core::slice::from_ref(&position);
+        self.rotate(head, Shape::heads(1), positions, dir)
+    }
+}
+
+/// The rotations of the `[f32; 2]` sources, which take every element type in `f32`.
+impl<const A: usize, S: Source<A> + sealed::FloatSource<A>> Rope<A, S> {
     /// Rotates a checked buffer: in place (converting as the kernels load and store), or
     /// staged when the backend does not take `E` at this ratio.
     fn run<E: Element, Po: Positions<A>>(
@@ -976,7 +976,7 @@ const STAGE_TOKENS: usize = 64;
 /// The factor between a call's stored inputs and outputs: one for the whole buffer, or one
 /// per head ([`Rope::rotate_with_head_scales`], every entry checked).
 #[derive(Clone, Copy)]
-enum Ratio<'s> {
+pub enum Ratio<'s> {
     Tensor(f32),
     Heads(&'s [Scales]),
 }

@@ -3,8 +3,8 @@
 //! direction and prefix, the golden vectors in Q15, and every error.
 
 use rope2d::{
-    Backend, Direction, Error, Grid, Layout, LearnedFreqs, Q15FixedTable, Q15Table, Run, Shape,
-    Spec, Table, half::f16, preset,
+    Backend, Direction, Error, Grid, Layout, LearnedFreqs, Q15FixedTable, Q15Table, Run, Scales,
+    Shape, Spec, Table, half::f16, preset,
 };
 
 const DIRS: [Direction; 2] = [Direction::Forward, Direction::Inverse];
@@ -674,4 +674,45 @@ fn fixed_q15_tables_match_runtime_tables() {
             actual: N
         })
     );
+}
+
+/// `rotate_with_head_scales` on a Q15 table: every head at `Scales::SAME` is `rotate`, bit for
+/// bit; any other entry is `Error::FixedPoint`, and nothing is written.
+#[test]
+fn q15_tables_take_head_scales_of_one() {
+    let spec = preset::rope_vit(16);
+    let mut storage = vec![[0i16; 2]; Table::storage_len(&spec, [3, 4]).unwrap()];
+    let table = Q15Table::build(&mut storage, &spec, [3, 4]).unwrap();
+    let (grid, shape) = (Grid::new([3, 4]), Shape::heads(2).with_prefix(1));
+    let mut rng = Rng(0xfeed);
+    let x: Vec<i16> = (0..13 * 2 * 16)
+        .map(|_| (rng.next() >> 48) as i16)
+        .collect();
+    let mut expected = x.clone();
+    table
+        .rotate(&mut expected, shape, grid, Direction::Inverse)
+        .unwrap();
+    let mut y = x.clone();
+    let same = [Scales::SAME; 2];
+    table
+        .rotate_with_head_scales(&mut y, shape, grid, &same, Direction::Inverse)
+        .unwrap();
+    assert_eq!(y, expected);
+    let mut y = x.clone();
+    let scaled = [
+        Scales::SAME,
+        Scales {
+            input: 0.5,
+            output: 0.25,
+        },
+    ];
+    assert_eq!(
+        table.rotate_with_head_scales(&mut y, shape, grid, &scaled, Direction::Forward),
+        Err(Error::FixedPoint)
+    );
+    assert_eq!(
+        table.rotate_with_head_scales(&mut y, shape, grid, &same[..1], Direction::Forward),
+        Err(Error::InvalidScales)
+    );
+    assert_eq!(y, x);
 }

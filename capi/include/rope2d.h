@@ -66,6 +66,15 @@ typedef uint32_t rope2d_direction;
 // The element type of a buffer (`rope2d_rotate_elem`, `rope2d_rotate_at_elem`).
 typedef uint32_t rope2d_elem;
 
+// One head's scales (`rope2d_rotate_head_scales`): a stored `q` means `q · input`; outputs
+// are stored as `round(v / output)`, saturated. `{1, 1}`: the same scale in and out.
+typedef struct rope2d_scales {
+  // The scale of the stored inputs.
+  float input;
+  // The scale of the stored outputs.
+  float output;
+} rope2d_scales;
+
 // Success.
 #define ROPE2D_OK 0
 
@@ -496,6 +505,43 @@ rope2d_status rope2d_rotate_at_elem(const struct rope2d_rope *rope,
                                     size_t tokens,
                                     size_t axes,
                                     rope2d_direction dir);
+
+// `rope2d_rotate_elem` of an integer buffer quantised per head: head `h` of every token is
+// stored at scale `scales[h].input` and rotated into `scales[h].output` (rounded,
+// saturated; the unrotated prefix requantised likewise). `n_scales` must be `shape.heads`
+// and `shape`'s own scales 0, else `ROPE2D_ERROR_INVALID_SCALES`; float buffers take only
+// `{1, 1}` entries; a Q15 rotation only `{1, 1}` (else `ROPE2D_ERROR_FIXED_POINT`). Nothing
+// is written on error.
+//
+// # Safety
+// As `rope2d_rotate_elem`; `scales` null or `n_scales` readable `rope2d_scales`.
+rope2d_status rope2d_rotate_head_scales(const struct rope2d_rope *rope,
+                                        rope2d_elem elem,
+                                        void *x,
+                                        size_t len,
+                                        struct rope2d_shape shape,
+                                        const struct rope2d_scales *scales,
+                                        size_t n_scales,
+                                        const size_t *extents,
+                                        const uint32_t *origin,
+                                        size_t axes,
+                                        rope2d_direction dir);
+
+// `rope2d_rotate_at_elem` with per-head scales (see `rope2d_rotate_head_scales`).
+//
+// # Safety
+// As `rope2d_rotate_at_elem` and `rope2d_rotate_head_scales`.
+rope2d_status rope2d_rotate_at_head_scales(const struct rope2d_rope *rope,
+                                           rope2d_elem elem,
+                                           void *x,
+                                           size_t len,
+                                           struct rope2d_shape shape,
+                                           const struct rope2d_scales *scales,
+                                           size_t n_scales,
+                                           const uint32_t *positions,
+                                           size_t tokens,
+                                           size_t axes,
+                                           rope2d_direction dir);
 
 // `rope2d_rotate` for queries and keys of the same shape and positions: neither is written
 // unless both are valid.

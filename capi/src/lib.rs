@@ -33,8 +33,8 @@ use core::mem::{align_of, size_of};
 use rope2d::half::{bf16, f16};
 use rope2d::preset::{self, AxisOrder};
 use rope2d::{
-    AnglePrecision, Backend, Direct, Direction, Element, Error, Grid, Layout, Q15Table, Rope,
-    Sections, Shape, Source, Spec, Table, TableAngles, TableEntry,
+    AnglePrecision, Backend, Direct, Direction, Element, Error, Grid, Layout, Positions, Q15Table,
+    Rope, Scales, Sections, Shape, Source, Spec, Table, TableAngles, TableEntry,
 };
 
 /// The result of every fallible call: `ROPE2D_OK` (0) or one of the `ROPE2D_ERROR_*` codes.
@@ -174,6 +174,23 @@ pub struct rope2d_shape {
     /// See `input_scale`.
     pub output_scale: f32,
 }
+
+/// One head's scales (`rope2d_rotate_head_scales`): a stored `q` means `q · input`; outputs
+/// are stored as `round(v / output)`, saturated. `{1, 1}`: the same scale in and out.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct rope2d_scales {
+    /// The scale of the stored inputs.
+    pub input: f32,
+    /// The scale of the stored outputs.
+    pub output: f32,
+}
+
+// `rope2d_scales` arrays are read as `Scales` (both `repr(C)` over two `f32`).
+const _: () = assert!(
+    size_of::<rope2d_scales>() == size_of::<Scales>()
+        && align_of::<rope2d_scales>() == align_of::<Scales>()
+);
 
 /// 64-bit words of a `rope2d_spec`.
 pub const ROPE2D_SPEC_WORDS: usize = 32;
@@ -1331,14 +1348,17 @@ unsafe fn rotate_any<E: Element, const N: usize>(
     rope: *const rope2d_rope,
     bufs: [(*mut E, usize); N],
     shape: rope2d_shape,
+    head_scales: Option<&[Scales]>,
     at: Where,
     axes: usize,
     dir: rope2d_direction,
 ) -> rope2d_status {
+    #[allow(clippy::too_many_arguments)]
     fn run<E: Element, const A: usize, S: Source<A>, const N: usize>(
         r: &Rope<A, S>,
         bufs: [&mut [E]; N],
         shape: Shape,
+        head_scales: Option<&[Scales]>,
         at: &Where,
         axes: usize,
         dir: Direction,
@@ -1346,6 +1366,22 @@ unsafe fn rotate_any<E: Element, const N: usize>(
         let mut bufs = bufs.into_iter();
         let x = bufs.next().ok_or(ROPE2D_ERROR_NULL_POINTER)?;
         let k = bufs.next();
+        // Per-head scales come with one buffer (`rope2d_rotate_head_scales`), never with
+        // `rope2d_rotate_qk`.
+        fn call<E: Element, const A: usize, S: Source<A>, Po: Positions<A>>(
+            r: &Rope<A, S>,
+            (x, k): (&mut [E], Option<&mut [E]>),
+            shape: Shape,
+            head_scales: Option<&[Scales]>,
+            positions: Po,
+            dir: Direction,
+        ) -> Result<(), Error> {
+            match (k, head_scales) {
+                (Some(k), _) => r.rotate_qk(x, k, shape, positions, dir),
+                (None, Some(scales)) => r.rotate_with_head_scales(x, shape, positions, scales, dir),
+                (None, None) => r.rotate(x, shape, positions, dir),
+            }
+        }
         match *at {
             Where::Grid { extents, origin } => {
                 // SAFETY: forwarded from the caller.
@@ -1357,10 +1393,7 @@ unsafe fn rotate_any<E: Element, const N: usize>(
                     unsafe { array(origin, axes) }?
                 };
                 let grid = Grid::new(extents).at(origin);
-                match k {
-                    Some(k) => r.rotate_qk(x, k, shape, grid, dir),
-                    None => r.rotate(x, shape, grid, dir),
-                }
+                call(r, (x, k), shape, head_scales, grid, dir)
             }
             Where::List { positions, tokens } => {
                 if axes != A {
@@ -1369,10 +1402,7 @@ unsafe fn rotate_any<E: Element, const N: usize>(
                 // SAFETY: forwarded from the caller: `tokens · axes` readable u32s, which are
                 // `tokens` arrays of `A` (same size, alignment of u32).
                 let list: &[[u32; A]] = unsafe { slice(positions.cast::<[u32; A]>(), tokens) }?;
-                match k {
-                    Some(k) => r.rotate_qk(x, k, shape, list, dir),
-                    None => r.rotate(x, shape, list, dir),
-                }
+                call(r, (x, k), shape, head_scales, list, dir)
             }
         }
         .map_err(status)
@@ -1388,7 +1418,7 @@ unsafe fn rotate_any<E: Element, const N: usize>(
             scaled = scaled.with_scales(shape.input_scale, shape.output_scale);
         }
         let shape = scaled;
-        with_rope!(handle, r => run(r, bufs, shape, &at, axes, dir))
+        with_rope!(handle, r => run(r, bufs, shape, head_scales, &at, axes, dir))
     })();
     code(result)
 }
@@ -1417,6 +1447,7 @@ pub unsafe extern "C" fn rope2d_rotate(
             rope,
             [(x, len)],
             shape,
+            None,
             Where::Grid { extents, origin },
             axes,
             dir,
@@ -1445,7 +1476,7 @@ pub unsafe extern "C" fn rope2d_rotate_elem(
 ) -> rope2d_status {
     let at = Where::Grid { extents, origin };
     // SAFETY: forwarded from the caller; the pointer is cast to the type `elem` names.
-    unsafe { rotate_elem(rope, elem, x, len, shape, at, axes, dir) }
+    unsafe { rotate_elem(rope, elem, x, len, shape, None, at, axes, dir) }
 }
 
 /// `rope2d_rotate_at` of a buffer of `elem` values (see `rope2d_rotate_elem`).
@@ -1466,7 +1497,68 @@ pub unsafe extern "C" fn rope2d_rotate_at_elem(
 ) -> rope2d_status {
     let at = Where::List { positions, tokens };
     // SAFETY: forwarded from the caller.
-    unsafe { rotate_elem(rope, elem, x, len, shape, at, axes, dir) }
+    unsafe { rotate_elem(rope, elem, x, len, shape, None, at, axes, dir) }
+}
+
+/// `rope2d_rotate_elem` of an integer buffer quantised per head: head `h` of every token is
+/// stored at scale `scales[h].input` and rotated into `scales[h].output` (rounded,
+/// saturated; the unrotated prefix requantised likewise). `n_scales` must be `shape.heads`
+/// and `shape`'s own scales 0, else `ROPE2D_ERROR_INVALID_SCALES`; float buffers take only
+/// `{1, 1}` entries; a Q15 rotation only `{1, 1}` (else `ROPE2D_ERROR_FIXED_POINT`). Nothing
+/// is written on error.
+///
+/// # Safety
+/// As `rope2d_rotate_elem`; `scales` null or `n_scales` readable `rope2d_scales`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rope2d_rotate_head_scales(
+    rope: *const rope2d_rope,
+    elem: rope2d_elem,
+    x: *mut core::ffi::c_void,
+    len: usize,
+    shape: rope2d_shape,
+    scales: *const rope2d_scales,
+    n_scales: usize,
+    extents: *const usize,
+    origin: *const u32,
+    axes: usize,
+    dir: rope2d_direction,
+) -> rope2d_status {
+    // SAFETY: forwarded from the caller; `rope2d_scales` has the layout of `Scales`.
+    let scales = match unsafe { slice(scales.cast::<Scales>(), n_scales) } {
+        Ok(s) => s,
+        Err(e) => return e,
+    };
+    let at = Where::Grid { extents, origin };
+    // SAFETY: forwarded from the caller.
+    unsafe { rotate_elem(rope, elem, x, len, shape, Some(scales), at, axes, dir) }
+}
+
+/// `rope2d_rotate_at_elem` with per-head scales (see `rope2d_rotate_head_scales`).
+///
+/// # Safety
+/// As `rope2d_rotate_at_elem` and `rope2d_rotate_head_scales`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rope2d_rotate_at_head_scales(
+    rope: *const rope2d_rope,
+    elem: rope2d_elem,
+    x: *mut core::ffi::c_void,
+    len: usize,
+    shape: rope2d_shape,
+    scales: *const rope2d_scales,
+    n_scales: usize,
+    positions: *const u32,
+    tokens: usize,
+    axes: usize,
+    dir: rope2d_direction,
+) -> rope2d_status {
+    // SAFETY: forwarded from the caller; `rope2d_scales` has the layout of `Scales`.
+    let scales = match unsafe { slice(scales.cast::<Scales>(), n_scales) } {
+        Ok(s) => s,
+        Err(e) => return e,
+    };
+    let at = Where::List { positions, tokens };
+    // SAFETY: forwarded from the caller.
+    unsafe { rotate_elem(rope, elem, x, len, shape, Some(scales), at, axes, dir) }
 }
 
 /// One buffer of the element type `elem` names.
@@ -1480,6 +1572,7 @@ unsafe fn rotate_elem(
     x: *mut core::ffi::c_void,
     len: usize,
     shape: rope2d_shape,
+    scales: Option<&[Scales]>,
     at: Where,
     axes: usize,
     dir: rope2d_direction,
@@ -1488,11 +1581,19 @@ unsafe fn rotate_elem(
     // arm casts to that type).
     unsafe {
         match elem {
-            ROPE2D_F32 => rotate_any(rope, [(x.cast::<f32>(), len)], shape, at, axes, dir),
-            ROPE2D_F16 => rotate_any(rope, [(x.cast::<f16>(), len)], shape, at, axes, dir),
-            ROPE2D_BF16 => rotate_any(rope, [(x.cast::<bf16>(), len)], shape, at, axes, dir),
-            ROPE2D_I16 => rotate_any(rope, [(x.cast::<i16>(), len)], shape, at, axes, dir),
-            ROPE2D_I8 => rotate_any(rope, [(x.cast::<i8>(), len)], shape, at, axes, dir),
+            ROPE2D_F32 => rotate_any(rope, [(x.cast::<f32>(), len)], shape, scales, at, axes, dir),
+            ROPE2D_F16 => rotate_any(rope, [(x.cast::<f16>(), len)], shape, scales, at, axes, dir),
+            ROPE2D_BF16 => rotate_any(
+                rope,
+                [(x.cast::<bf16>(), len)],
+                shape,
+                scales,
+                at,
+                axes,
+                dir,
+            ),
+            ROPE2D_I16 => rotate_any(rope, [(x.cast::<i16>(), len)], shape, scales, at, axes, dir),
+            ROPE2D_I8 => rotate_any(rope, [(x.cast::<i8>(), len)], shape, scales, at, axes, dir),
             _ => ROPE2D_ERROR_INVALID_ENUM,
         }
     }
@@ -1518,7 +1619,7 @@ pub unsafe extern "C" fn rope2d_rotate_qk(
 ) -> rope2d_status {
     let at = Where::Grid { extents, origin };
     // SAFETY: forwarded from the caller.
-    unsafe { rotate_any(rope, [(q, q_len), (k, k_len)], shape, at, axes, dir) }
+    unsafe { rotate_any(rope, [(q, q_len), (k, k_len)], shape, None, at, axes, dir) }
 }
 
 /// Rotates `x` whose tokens after `shape.prefix` are at explicit positions:
@@ -1540,7 +1641,7 @@ pub unsafe extern "C" fn rope2d_rotate_at(
 ) -> rope2d_status {
     let at = Where::List { positions, tokens };
     // SAFETY: forwarded from the caller.
-    unsafe { rotate_any(rope, [(x, len)], shape, at, axes, dir) }
+    unsafe { rotate_any(rope, [(x, len)], shape, None, at, axes, dir) }
 }
 
 /// `rope2d_rotate_at` for queries and keys: neither is written unless both are valid.
@@ -1562,7 +1663,7 @@ pub unsafe extern "C" fn rope2d_rotate_qk_at(
 ) -> rope2d_status {
     let at = Where::List { positions, tokens };
     // SAFETY: forwarded from the caller.
-    unsafe { rotate_any(rope, [(q, q_len), (k, k_len)], shape, at, axes, dir) }
+    unsafe { rotate_any(rope, [(q, q_len), (k, k_len)], shape, None, at, axes, dir) }
 }
 
 /// Rotates one head vector (`len` = head_dim floats) of the token at `position[axes]`.
@@ -1979,6 +2080,141 @@ mod tests {
             .unwrap();
         assert_eq!(x, want);
         assert_eq!(x8, want8);
+    }
+
+    #[test]
+    fn head_scales_match_the_rust_api() {
+        let mut spec = new_spec();
+        let mut rope = new_rope();
+        let extents = [3usize, 5];
+        let mut storage = vec![0f32; 2 * (3 + 5) * 8];
+        let input: Vec<i16> = (0..(1 + 15) * 2 * 32)
+            .map(|i| ((i as f32 * 0.37).sin() * 30_000.0) as i16)
+            .collect();
+        let shape = rope2d_shape {
+            heads: 2,
+            prefix: 1,
+            input_scale: 0.0,
+            output_scale: 0.0,
+        };
+        let heads = [
+            rope2d_scales {
+                input: 0.5,
+                output: 0.25,
+            },
+            rope2d_scales {
+                input: 1.0,
+                output: 1.0,
+            },
+        ];
+        let positions: Vec<u32> = (0..15u32).flat_map(|t| [t / 5, t % 5]).collect();
+        let (mut grid_x, mut list_x) = (input.clone(), input.clone());
+        // SAFETY: every pointer is valid for the lengths passed; `storage` outlives `rope`.
+        unsafe {
+            assert_eq!(rope2d_spec_rope_vit(32, &mut spec), ROPE2D_OK);
+            let e = extents.as_ptr();
+            let s = rope2d_table_build(
+                &spec,
+                e,
+                2,
+                storage.as_mut_ptr(),
+                storage.len() / 2,
+                &mut rope,
+            );
+            assert_eq!(s, ROPE2D_OK);
+            let (p, n) = (grid_x.as_mut_ptr().cast(), grid_x.len());
+            let fwd = ROPE2D_FORWARD;
+            let s = rope2d_rotate_head_scales(
+                &rope,
+                ROPE2D_I16,
+                p,
+                n,
+                shape,
+                heads.as_ptr(),
+                2,
+                e,
+                core::ptr::null(),
+                2,
+                fwd,
+            );
+            assert_eq!(s, ROPE2D_OK);
+            let (p, n) = (list_x.as_mut_ptr().cast(), list_x.len());
+            let s = rope2d_rotate_at_head_scales(
+                &rope,
+                ROPE2D_I16,
+                p,
+                n,
+                shape,
+                heads.as_ptr(),
+                2,
+                positions.as_ptr(),
+                15,
+                2,
+                fwd,
+            );
+            assert_eq!(s, ROPE2D_OK);
+            // Errors write nothing: one scale short, none, scales of the shape's own, a Q15
+            // rotation at other scales.
+            let mut y = input.clone();
+            let (p, n) = (y.as_mut_ptr().cast(), y.len());
+            let null = core::ptr::null();
+            let call = |shape, scales, count| {
+                rope2d_rotate_head_scales(
+                    &rope, ROPE2D_I16, p, n, shape, scales, count, e, null, 2, fwd,
+                )
+            };
+            assert_eq!(call(shape, heads.as_ptr(), 1), ROPE2D_ERROR_INVALID_SCALES);
+            assert_eq!(call(shape, null.cast(), 2), ROPE2D_ERROR_NULL_POINTER);
+            let scaled = rope2d_shape {
+                input_scale: 0.5,
+                output_scale: 0.5,
+                ..shape
+            };
+            assert_eq!(call(scaled, heads.as_ptr(), 2), ROPE2D_ERROR_INVALID_SCALES);
+            let mut q15 = vec![0i16; 2 * (3 + 5) * 8];
+            let mut q15_rope = new_rope();
+            let s =
+                rope2d_table_build_q15(&spec, e, 2, q15.as_mut_ptr(), q15.len() / 2, &mut q15_rope);
+            assert_eq!(s, ROPE2D_OK);
+            let s = rope2d_rotate_head_scales(
+                &q15_rope,
+                ROPE2D_I16,
+                p,
+                n,
+                shape,
+                heads.as_ptr(),
+                2,
+                e,
+                null,
+                2,
+                fwd,
+            );
+            assert_eq!(s, ROPE2D_ERROR_FIXED_POINT);
+            assert_eq!(y, input);
+        }
+        let spec = preset::rope_vit(32);
+        let mut storage = vec![[0f32; 2]; (3 + 5) * 8];
+        let table = Table::build(&mut storage, &spec, extents).unwrap();
+        let mut want = input;
+        let scales = [
+            Scales {
+                input: 0.5,
+                output: 0.25,
+            },
+            Scales::SAME,
+        ];
+        let rust_shape = Shape::heads(2).with_prefix(1);
+        table
+            .rotate_with_head_scales(
+                &mut want,
+                rust_shape,
+                Grid::new(extents),
+                &scales,
+                Direction::Forward,
+            )
+            .unwrap();
+        assert_eq!(grid_x, want);
+        assert_eq!(list_x, want);
     }
 
     #[test]

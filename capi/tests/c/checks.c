@@ -280,6 +280,7 @@ static int8_t i8_round(float v) {
 
 static uint16_t bf16_buf[AXIAL_LEN];
 static int8_t i8_buf[AXIAL_LEN];
+static int8_t i8_heads[AXIAL_LEN];
 
 /* bf16 and int8 buffers: the result is the rounded float rotation of the same values. */
 static void element_checks(void) {
@@ -326,6 +327,27 @@ static void element_checks(void) {
         ok = i8_buf[i] == i8_round(q[i]);
     }
     report("int8 buffer (scales 0.05 -> 0.04) = rounded float rotation", ok, s, -1.0f);
+
+    /* Per-head scales, every head at 0.05 -> 0.04: the bits of the tensor's scales above. */
+    rope2d_scales heads[AXIAL_HEADS];
+    for (size_t h = 0; h < AXIAL_HEADS; h++) {
+        heads[h] = (rope2d_scales){.input = 0.05f, .output = 0.04f};
+    }
+    for (size_t i = 0; i < AXIAL_LEN; i++) {
+        i8_heads[i] = i8_round(axial_input[i] * 40.0f);
+    }
+    s = rope2d_rotate_at_head_scales(&rope, ROPE2D_I8, i8_heads, AXIAL_LEN, shape, heads,
+                                     AXIAL_HEADS, axial_positions, AXIAL_TOKENS, 2,
+                                     ROPE2D_FORWARD);
+    ok = s == ROPE2D_OK;
+    for (size_t i = 0; ok && i < AXIAL_LEN; i++) {
+        ok = i8_heads[i] == i8_buf[i];
+    }
+    report("int8 buffer, per-head scales = the tensor's", ok, s, -1.0f);
+    s = rope2d_rotate_head_scales(&rope, ROPE2D_I8, i8_heads, AXIAL_LEN, shape, heads,
+                                  AXIAL_HEADS - 1, axial_extents, NULL, 2, ROPE2D_FORWARD);
+    report("error: per-head scales, one per head", s == ROPE2D_ERROR_INVALID_SCALES, ROPE2D_OK,
+           -1.0f);
     s = rope2d_rotate_elem(&rope, ROPE2D_BF16, bf16_buf, AXIAL_LEN, scaled, axial_extents, NULL,
                            2, ROPE2D_FORWARD);
     report("error: scales on a bf16 buffer", s == ROPE2D_ERROR_INVALID_SCALES, ROPE2D_OK, -1.0f);
