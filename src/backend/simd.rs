@@ -429,7 +429,7 @@ enum Form {
 }
 
 impl Form {
-    /// The form of `layout` for vectors `V` on values of `E`.
+    /// The form of `layout` on values of `E`.
     #[inline(always)]
     fn of<E: Element>(layout: Layout) -> Self {
         match layout {
