@@ -88,7 +88,8 @@ typedef struct rope2d_scales {
 // The number of axes passed does not match the spec or rotation (1, 2 or 3).
 #define ROPE2D_ERROR_AXES 3
 
-// Two buffers that must be distinct overlap (q and k; a buffer and the table storage).
+// Two buffers that must be distinct overlap (q and k; a buffer and the table storage, its
+// positions list, its position or its per-head scales).
 #define ROPE2D_ERROR_OVERLAP 4
 
 // A handle was not filled by a rope2d function, or a pointer is misaligned for `float`.

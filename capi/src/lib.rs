@@ -49,7 +49,8 @@ pub const ROPE2D_ERROR_NULL_POINTER: rope2d_status = 1;
 pub const ROPE2D_ERROR_INVALID_ENUM: rope2d_status = 2;
 /// The number of axes passed does not match the spec or rotation (1, 2 or 3).
 pub const ROPE2D_ERROR_AXES: rope2d_status = 3;
-/// Two buffers that must be distinct overlap (q and k; a buffer and the table storage).
+/// Two buffers that must be distinct overlap (q and k; a buffer and the table storage, its
+/// positions list, its position or its per-head scales).
 pub const ROPE2D_ERROR_OVERLAP: rope2d_status = 4;
 /// A handle was not filled by a rope2d function, or a pointer is misaligned for `float`.
 pub const ROPE2D_ERROR_BAD_HANDLE: rope2d_status = 5;
@@ -483,7 +484,6 @@ fn check_pointer<T>(ptr: *const T, len: usize) -> Result<(), rope2d_status> {
     }
 }
 
-/// The byte range of `len` floats at `ptr`.
 /// The byte range of `len` values of `T` at `ptr`.
 fn range<T>(ptr: *const T, len: usize) -> (usize, usize) {
     let start = ptr as usize;
@@ -1305,26 +1305,33 @@ pub unsafe extern "C" fn rope2d_rope_backend(
     ROPE2D_OK
 }
 
-/// The buffers of one call as slices, after checking them against each other and the
-/// rotation's table storage.
+/// The buffers of one call as slices, after checking them against each other, the
+/// rotation's table storage and the call's read-only `inputs` (byte ranges: positions,
+/// scales).
 ///
 /// # Safety
-/// Each `(ptr, len)` is null or `len` writable floats, not accessed elsewhere during the call.
+/// Each `(ptr, len)` is null or `len` writable values, not accessed elsewhere during the call
+/// except through the ranges checked here.
 unsafe fn buffers<'a, T, const N: usize>(
     handle: &RopeHandle,
     bufs: [(*mut T, usize); N],
+    inputs: &[(usize, usize)],
 ) -> Result<[&'a mut [T]; N], rope2d_status> {
     for (i, &(ptr, len)) in bufs.iter().enumerate() {
         if len != 0 {
             check_pointer(ptr, len)?;
         }
         let r = range(ptr, len);
-        if overlaps(r, handle.storage) || bufs[..i].iter().any(|&(p, l)| overlaps(r, range(p, l))) {
+        let mut others = bufs[..i].iter().map(|&(p, l)| range(p, l));
+        if overlaps(r, handle.storage)
+            || others.any(|o| overlaps(r, o))
+            || inputs.iter().any(|&input| overlaps(r, input))
+        {
             return Err(ROPE2D_ERROR_OVERLAP);
         }
     }
-    // SAFETY: each buffer is valid (checked and caller) and they do not overlap each other or
-    // the table storage (checked), so the mutable slices are not aliased.
+    // SAFETY: each buffer is valid (checked and caller) and they do not overlap each other,
+    // the table storage or the inputs (checked), so the mutable slices are not aliased.
     Ok(bufs.map(|(ptr, len)| unsafe { slice_mut(ptr, len) }.unwrap_or(&mut [])))
 }
 
@@ -1411,8 +1418,16 @@ unsafe fn rotate_any<E: Element, const N: usize>(
         // SAFETY: forwarded from the caller.
         let handle = unsafe { rope_of(rope) }?;
         let dir = direction(dir)?;
+        // The positions list and the per-head scales are read while the buffers are written.
+        let inputs = [
+            match at {
+                Where::List { positions, tokens } => range(positions, tokens.saturating_mul(axes)),
+                Where::Grid { .. } => (0, 0),
+            },
+            head_scales.map_or((0, 0), |s| range(s.as_ptr(), s.len())),
+        ];
         // SAFETY: forwarded from the caller.
-        let bufs = unsafe { buffers(&handle, bufs) }?;
+        let bufs = unsafe { buffers(&handle, bufs, &inputs) }?;
         let mut scaled = Shape::heads(shape.heads).with_prefix(shape.prefix);
         if shape.input_scale != 0.0 || shape.output_scale != 0.0 {
             scaled = scaled.with_scales(shape.input_scale, shape.output_scale);
@@ -1684,7 +1699,7 @@ pub unsafe extern "C" fn rope2d_rotate_head(
         let handle = unsafe { rope_of(rope) }?;
         let dir = direction(dir)?;
         // SAFETY: forwarded from the caller.
-        let [head] = unsafe { buffers(&handle, [(head, len)]) }?;
+        let [head] = unsafe { buffers(&handle, [(head, len)], &[range(position, axes)]) }?;
         with_rope!(handle, r => {
             // SAFETY: forwarded from the caller.
             let position = unsafe { array(position, axes) }?;
@@ -2171,6 +2186,12 @@ mod tests {
                 ..shape
             };
             assert_eq!(call(scaled, heads.as_ptr(), 2), ROPE2D_ERROR_INVALID_SCALES);
+            // Scales inside the buffer they quantise (read while it is written).
+            let inside = p
+                .cast::<u8>()
+                .add(p.align_offset(4))
+                .cast::<rope2d_scales>();
+            assert_eq!(call(shape, inside, 2), ROPE2D_ERROR_OVERLAP);
             let mut q15 = vec![0i16; 2 * (3 + 5) * 8];
             let mut q15_rope = new_rope();
             let s =
@@ -2215,6 +2236,33 @@ mod tests {
             .unwrap();
         assert_eq!(grid_x, want);
         assert_eq!(list_x, want);
+    }
+
+    /// The positions of `rope2d_rotate_at` and `rope2d_rotate_head` are read while the buffer
+    /// is written: inside it, they are refused and nothing is written.
+    #[test]
+    fn positions_inside_the_buffer_are_refused() {
+        let mut spec = new_spec();
+        let mut rope = new_rope();
+        let mut x = vec![1f32; 4 * 16];
+        let shape = rope2d_shape {
+            heads: 1,
+            prefix: 0,
+            input_scale: 0.0,
+            output_scale: 0.0,
+        };
+        // SAFETY: every pointer is valid for the lengths passed (the positions lie in `x`).
+        unsafe {
+            assert_eq!(rope2d_spec_llama(16, &mut spec), ROPE2D_OK);
+            assert_eq!(rope2d_direct(&spec, &mut rope), ROPE2D_OK);
+            let (p, n) = (x.as_mut_ptr(), x.len());
+            let positions = p.cast::<u32>().add(n - 4);
+            let s = rope2d_rotate_at(&rope, p, n, shape, positions, 4, 1, ROPE2D_FORWARD);
+            assert_eq!(s, ROPE2D_ERROR_OVERLAP);
+            let s = rope2d_rotate_head(&rope, p, 16, p.cast::<u32>().add(3), 1, ROPE2D_FORWARD);
+            assert_eq!(s, ROPE2D_ERROR_OVERLAP);
+        }
+        assert!(x.iter().all(|&v| v == 1.0));
     }
 
     #[test]
