@@ -809,7 +809,8 @@ fn buffers_beyond_l2() {
             d,
             pairs: spec.pairs(),
         };
-        // 2¹⁸ floats exactly (512-bit form), then one token more (256-bit form).
+        // 2¹⁸ floats exactly (512-bit form), then one token more (256-bit form; on AMD
+        // Zen 4 and later the 512-bit form again for interleaved pairs).
         for tokens in [1024, 1025] {
             let heads = 2;
             let x = rng.values(tokens * heads * d);

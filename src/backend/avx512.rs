@@ -55,7 +55,7 @@ pub(crate) fn is_available() -> bool {
 
 /// The loop, for [`Backend::describe`](super::Backend::describe).
 pub(crate) const FORM: &str = if cfg!(feature = "avx2") {
-    "512-bit FMA on buffers up to 1 MiB, the avx2 loop beyond; each token's angles expanded once into a row, its heads rotated in address order"
+    "512-bit FMA on buffers up to 1 MiB, the avx2 loop beyond (on AMD Zen 4 and later, interleaved pairs in 512-bit at every size); each token's angles expanded once into a row, its heads rotated in address order"
 } else {
     "512-bit FMA; each token's angles expanded once into a row, its heads rotated in address order"
 };
@@ -80,10 +80,10 @@ pub(crate) fn fuses<E: Element>(ratio: f32) -> bool {
 
 /// Buffers of more bytes than this (1 MiB, beyond L2) are rotated with the 256-bit form,
 /// the `avx2` loop (bit-identical). Streaming from and to memory, 512-bit stores measured
-/// slower than 256-bit ones on both CPUs this was tuned on — an Intel Xeon (family 6,
-/// model 167; the bare `x = -x` stream too) and an AMD EPYC Zen 4 (3–32 MiB groups:
-/// 1.05–1.2× on the Xeon, up to 1.4× on Zen 4), while within L2 the 512-bit form is faster
-/// (ViT-S, 0.3 MiB: 0.93×).
+/// slower than 256-bit ones on an Intel Xeon (family 6, model 167; 3–32 MiB groups:
+/// 1.05–1.2×; the bare `x = -x` stream too), while within L2 the 512-bit form is faster
+/// (ViT-S, 0.3 MiB: 0.93×). AMD Zen 4 and later keep the 512-bit loop for interleaved pairs
+/// at every size ([`WIDE_INTERLEAVED`](super::x86::WIDE_INTERLEAVED)), measured faster there.
 #[cfg(feature = "avx2")]
 const BEYOND_L2_BYTES: usize = 1 << 20;
 
@@ -115,7 +115,11 @@ pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
             job
         };
         #[cfg(feature = "avx2")]
-        if size_of_val(job.x) > BEYOND_L2_BYTES && super::avx2::converts::<E>() {
+        if size_of_val(job.x) > BEYOND_L2_BYTES
+            && super::avx2::converts::<E>()
+            && !(job.pairing.layout == crate::config::Layout::Interleaved
+                && super::x86::features() & super::x86::WIDE_INTERLEAVED != 0)
+        {
             return super::avx2::run(job);
         }
         // SAFETY: the CPU supports AVX-512F, AVX2 and FMA, checked just above.

@@ -18,6 +18,13 @@ pub(crate) const F16C: u8 = 1 << 2;
 /// The CPU has AVX-512 BF16 (`vcvtneps2bf16`), AVX-512DQ (`vfpclassps`) and AVX-512BW
 /// (`vpermw`) — every CPU with AVX-512 BF16 has the other two — on top of [`AVX512F`].
 pub(crate) const AVX512BF16: u8 = 1 << 3;
+/// The 512-bit loop streams interleaved pairs faster than the 256-bit one beyond L2 too: AMD
+/// Zen 4 and later (AuthenticAMD, family 0x19 and above, with [`AVX512F`]). Measured on a
+/// Zen 4 (family 25, model 17), buffers of 3–32 MiB: 1.05–1.52× faster (`large` 1.46 →
+/// 0.96 ms), while in the half layout the 256-bit loop stays faster (`prefill_1d_half` 301
+/// against 339 µs); on the Intel Xeon this was tuned on, the 256-bit loop is faster beyond L2
+/// in both layouts.
+pub(crate) const WIDE_INTERLEAVED: u8 = 1 << 4;
 /// The cache holds an answer.
 const KNOWN: u8 = 1 << 7;
 
@@ -109,6 +116,10 @@ fn detect() -> u8 {
             features |= F16C;
         }
     }
+    let zen4_or_later = cpu_id().is_some_and(|c| &c.vendor == b"AuthenticAMD" && c.family >= 0x19);
+    if features & AVX512F != 0 && zen4_or_later {
+        features |= WIDE_INTERLEAVED;
+    }
     features
 }
 
@@ -141,7 +152,8 @@ pub(crate) fn cpu_id() -> Option<CpuId> {
     None
 }
 
-/// This CPU's identity (two CPUID leaves; called for descriptions, never on a rotation path).
+/// This CPU's identity (two CPUID leaves; called for descriptions and by [`detect`], never
+/// on a rotation path).
 #[cfg(not(miri))]
 // `__cpuid_count` became a safe function in Rust 1.90; the `unsafe` blocks keep the MSRV.
 #[allow(unused_unsafe)]
@@ -204,6 +216,9 @@ mod tests {
         assert_eq!(f & AVX512BF16 != 0, std_bf16);
         let std_f16c = std_avx2 && std::is_x86_feature_detected!("f16c");
         assert_eq!(f & F16C != 0, std_f16c);
+        // The Zen 4 form: AMD family 0x19 and later with AVX-512, never another CPU.
+        let zen4 = cpu_id().is_some_and(|c| &c.vendor == b"AuthenticAMD" && c.family >= 0x19);
+        assert_eq!(f & WIDE_INTERLEAVED != 0, std_avx512 && zen4);
         // Cached: the same answer again.
         assert_eq!(features(), f);
     }
