@@ -20,7 +20,7 @@ pub(crate) const F16C: u8 = 1 << 2;
 pub(crate) const AVX512BF16: u8 = 1 << 3;
 /// The 512-bit loop streams interleaved pairs faster than the 256-bit one beyond L2 too: AMD
 /// Zen 4 and later (AuthenticAMD, family 0x19 and above, with [`AVX512F`]). Measured on a
-/// Zen 4 (family 25, model 17), buffers of 3–32 MiB: 1.05–1.52× faster (`large` 1.46 →
+/// Zen 4 (family 25, model 17), buffers of 3–32 MiB: 1.13–1.52× faster (`large` 1.46 →
 /// 0.96 ms), while in the half layout the 256-bit loop stays faster (`prefill_1d_half` 301
 /// against 339 µs); on the Intel Xeon this was tuned on, the 256-bit loop is faster beyond L2
 /// in both layouts.
