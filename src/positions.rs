@@ -384,13 +384,9 @@ enum State<const A: usize> {
         step: [u32; A],
         left: usize,
     },
-    /// Walking a grid: `index` is the next cell, row-major over `extents` (window order
-    /// when `window > 1`), `left` tokens to go in all repeats.
+    /// Walking a grid ([`GridWalk`]), `left` tokens to go in all repeats.
     Grid {
-        grid: Grid<A>,
-        window: usize,
-        index: usize,
-        cells: usize,
+        walk: GridWalk<A>,
         left: usize,
     },
     Done,
@@ -441,20 +437,124 @@ impl<const A: usize> PositionIter<'_, A> {
 }
 
 fn grid_state<const A: usize>(grid: Grid<A>, window: usize, repeat: usize) -> State<A> {
-    let cells = grid.tokens().unwrap_or(0);
     State::Grid {
-        grid,
-        window,
-        index: 0,
-        cells,
-        left: cells.saturating_mul(repeat),
+        walk: GridWalk::new(grid, window),
+        left: grid.tokens().unwrap_or(0).saturating_mul(repeat),
+    }
+}
+
+/// A walk over a grid's cells, a step per token with no division (a token's few ns): in
+/// row-major order, or in `window × window` blocks over the last two axes (Qwen2-VL's merge
+/// windows: the blocks row-major, the cells of a block row-major, blocks clipped at the
+/// grid's edges). After the last cell it starts again (a piece's repeats).
+#[derive(Clone, Copy)]
+pub(crate) struct GridWalk<const A: usize> {
+    grid: Grid<A>,
+    /// Block side: 1 is row-major.
+    window: usize,
+    /// Offsets from the origin. With windows, the last two hold the current block's first
+    /// row and column, and `inner` the cell within the block.
+    at: [usize; A],
+    inner: [usize; 2],
+    /// The current block's rows and columns (clipped at the grid's edges).
+    block: [usize; 2],
+}
+
+impl<const A: usize> GridWalk<A> {
+    fn new(grid: Grid<A>, window: usize) -> Self {
+        let mut walk = Self {
+            grid,
+            window: window.max(1),
+            at: [0; A],
+            inner: [0; 2],
+            block: [1; 2],
+        };
+        walk.clip();
+        walk
+    }
+
+    /// Whether blocks are walked (else row-major over every axis).
+    #[inline(always)]
+    fn windowed(&self) -> bool {
+        self.window > 1 && A >= 2
+    }
+
+    /// The current block's extent, clipped at the grid's edges.
+    #[inline(always)]
+    fn clip(&mut self) {
+        if self.windowed() {
+            for i in 0..2 {
+                let a = A - 2 + i;
+                self.block[i] = self
+                    .window
+                    .min(self.grid.extents[a].saturating_sub(self.at[a]));
+            }
+        }
+    }
+
+    /// The current cell's position.
+    #[inline(always)]
+    fn position(&self) -> [u32; A] {
+        let mut position = self.grid.origin;
+        for (p, &offset) in position.iter_mut().zip(&self.at) {
+            *p = p.wrapping_add(offset as u32);
+        }
+        if self.windowed() {
+            position[A - 2] = position[A - 2].wrapping_add(self.inner[0] as u32);
+            position[A - 1] = position[A - 1].wrapping_add(self.inner[1] as u32);
+        }
+        position
+    }
+
+    /// Moves to the next cell (after the last: the first).
+    #[inline(always)]
+    fn advance(&mut self) {
+        let mut odometer = A;
+        if self.windowed() {
+            self.inner[1] += 1;
+            if self.inner[1] < self.block[1] {
+                return;
+            }
+            self.inner[1] = 0;
+            self.inner[0] += 1;
+            if self.inner[0] < self.block[0] {
+                return;
+            }
+            self.inner[0] = 0;
+            // The next block along the row of blocks, else the next band's first.
+            let (rows, cols) = (self.grid.extents[A - 2], self.grid.extents[A - 1]);
+            self.at[A - 1] = self.at[A - 1].saturating_add(self.window);
+            if self.at[A - 1] >= cols {
+                self.at[A - 1] = 0;
+                self.at[A - 2] = self.at[A - 2].saturating_add(self.window);
+                if self.at[A - 2] >= rows {
+                    self.at[A - 2] = 0;
+                    odometer = A - 2;
+                }
+            }
+            if odometer == A {
+                self.clip();
+                return;
+            }
+        }
+        // Row-major over axes `0 .. odometer`: the last fastest.
+        let mut a = odometer;
+        while let Some(below) = a.checked_sub(1) {
+            a = below;
+            self.at[a] += 1;
+            if self.at[a] < self.grid.extents[a] {
+                break;
+            }
+            self.at[a] = 0;
+        }
+        self.clip();
     }
 }
 
 /// Position of cell `index` of `grid` in row-major order, or in `window × window` blocks over
-/// the last two axes. (Divisions are checked: an empty extent yields its origin, never a
-/// panic, though the iterator never asks for a cell of an empty grid.)
-#[inline(always)]
+/// the last two axes, computed by division: the reference [`GridWalk`] is tested against.
+/// (Divisions are checked: an empty extent yields its origin, never a panic.)
+#[cfg(test)]
 fn grid_cell<const A: usize>(grid: &Grid<A>, window: usize, mut index: usize) -> [u32; A] {
     let div = |a: usize, b: usize| a.checked_div(b).unwrap_or(0);
     let rem = |a: usize, b: usize| a.checked_rem(b).unwrap_or(0);
@@ -517,23 +617,14 @@ impl<const A: usize> Iterator for PositionIter<'_, A> {
                     }
                     return Some(position);
                 }
-                State::Grid {
-                    grid,
-                    window,
-                    index,
-                    cells,
-                    left,
-                } => {
+                State::Grid { walk, left } => {
                     if *left == 0 {
                         self.state = State::Start;
                         continue;
                     }
                     *left -= 1;
-                    let position = grid_cell(grid, *window, *index);
-                    *index += 1;
-                    if *index == *cells {
-                        *index = 0;
-                    }
+                    let position = walk.position();
+                    walk.advance();
                     return Some(position);
                 }
             }
@@ -557,6 +648,32 @@ mod tests {
         assert_eq!(got, [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]);
         let video = collect(Order::Grid(Grid::new([2, 1, 2]).at([5, 0, 1])), 10);
         assert_eq!(video, [[5, 0, 1], [5, 0, 2], [6, 0, 1], [6, 0, 2]]);
+    }
+
+    #[test]
+    fn grid_walk_matches_cell_arithmetic() {
+        fn check<const A: usize>(extents: [usize; A], origin: [u32; A]) {
+            let grid = Grid::new(extents).at(origin);
+            let cells = grid.tokens().unwrap();
+            for window in [1, 2, 3, 4, 7, usize::MAX] {
+                let mut walk = GridWalk::new(grid, window);
+                // Two rounds: the walk starts again after the last cell (repeats).
+                for index in 0..2 * cells {
+                    let want = grid_cell(&grid, window, index % cells);
+                    assert_eq!(walk.position(), want, "{extents:?} w{window} #{index}");
+                    walk.advance();
+                }
+            }
+        }
+        check([5], [3]);
+        check([3, 5], [0, 0]);
+        check([4, 6], [2, 9]);
+        check([5, 5], [0, 0]);
+        check([1, 7], [0, 0]);
+        check([7, 1], [0, 0]);
+        check([2, 3, 5], [1, 0, 4]);
+        check([3, 4, 4], [0, 0, 0]);
+        check([2, 2, 3, 3], [0, 1, 2, 3]);
     }
 
     #[test]

@@ -499,6 +499,18 @@ unsafe fn prepare<V: Vector>(
                 }
                 k += lanes / 2;
             }
+            // The tail as the run's last whole vector, overlapping pairs already written
+            // (with the same values): no scalar loop, and nothing written past the run.
+            if k < n && n >= lanes / 2 {
+                let k = n - lanes / 2;
+                // SAFETY: as in the loop above, with `k + lanes / 2 = n`.
+                unsafe {
+                    let v = V::load(e.add(2 * k));
+                    v.dup_even().store(a.add(2 * (first + k)));
+                    v.dup_odd().mul(signs).store(b.add(2 * (first + k)));
+                }
+                return;
+            }
             for (j, &[c, s]) in entries.iter().enumerate().skip(k) {
                 let at = 2 * (first + j);
                 row.a[at].write(c);
@@ -525,6 +537,18 @@ unsafe fn prepare<V: Vector>(
                     s.mul(sign_v).store(b.add(first + k));
                 }
                 k += lanes;
+            }
+            // The tail as the run's last whole vector (as above).
+            if k < n && n >= lanes {
+                let k = n - lanes;
+                // SAFETY: as in the loop above, with `k + lanes = n`.
+                unsafe {
+                    let (c, s) =
+                        V::deinterleave(V::load(e.add(2 * k)), V::load(e.add(2 * k + lanes)));
+                    c.store(a.add(first + k));
+                    s.mul(sign_v).store(b.add(first + k));
+                }
+                return;
             }
             for (j, &[c, s]) in entries.iter().enumerate().skip(k) {
                 row.a[first + j].write(c);
