@@ -21,7 +21,6 @@
 
 use core::mem::MaybeUninit;
 
-use super::scalar::{Fixed, Number, Q15, rotate_pairs_rust};
 use super::{Kernel, Pairing};
 use crate::config::{Direction, Layout};
 use crate::element::{Element, sealed::Format};
@@ -294,124 +293,140 @@ macro_rules! staging {
 }
 pub(super) use staging;
 
-/// A Q15 pair loop in integer vectors (an arch file's): it rotates, in every head of `x`,
-/// what whole vector blocks it can of pairs `first_pair ..` by `angles`, bit for bit as the
-/// scalar kernel ([`Q15`]) does, and returns how many of `angles` it took.
-///
-/// # Safety
-///
-/// An implementation names the instruction set `blocks` needs and is used only where it is
-/// available (by the driver [`q15_loop`] generates).
-pub(super) unsafe trait Q15Blocks {
+/// The Q15 vector glue, for the backends with integer vector loops (avx2, neon): an arch file
+/// provides a [`Q15Blocks`] loop, [`q15_loop`] makes its registry entry.
+#[cfg(any(
+    all(target_arch = "x86_64", feature = "avx2"),
+    all(target_arch = "aarch64", feature = "neon")
+))]
+mod q15 {
+    use super::super::scalar::{Fixed, Number, Q15, rotate_pairs_rust};
+    use super::{Direction, Pairing};
+
+    /// A Q15 pair loop in integer vectors (an arch file's): it rotates, in every head of `x`,
+    /// what whole vector blocks it can of pairs `first_pair ..` by `angles`, bit for bit as the
+    /// scalar kernel ([`Q15`]) does, and returns how many of `angles` it took.
+    ///
     /// # Safety
     ///
-    /// The instruction set is available.
-    unsafe fn blocks<V: Fixed>(
-        x: &mut [V],
-        head_dim: usize,
-        pairing: Pairing,
-        first_pair: usize,
-        angles: &[[i16; 2]],
-        dir: Direction,
-    ) -> usize;
-}
-
-/// An arch file's Q15 entry point `run_q15` (the registry's): the scalar Q15 kernel with its
-/// pair loop in the file's `$blocks` (a [`Q15Blocks::blocks`] function), compiled with
-/// `$features` so that its intrinsics inline, taken when `$available` (otherwise the scalar
-/// backend's Q15 loop, the same bits).
-macro_rules! q15_loop {
-    (features = $features:literal, available = $available:expr, blocks = $blocks:path) => {
-        /// A Q15 table's job: the integer vector loop where the CPU has its instruction set,
-        /// else the scalar kernel.
-        pub(crate) fn run_q15<
-            V: $crate::backend::scalar::Fixed,
-            A: $crate::backend::AngleSource<[i16; 2]>,
-        >(
-            job: $crate::backend::Job<'_, A, V>,
-        ) {
-            if $available {
-                // SAFETY: the CPU has the loop's target features, checked just above.
-                unsafe { run_q15_vectors(job) }
-            } else {
-                $crate::backend::scalar::run_q15(job);
-            }
-        }
-
-        /// The driver loop, compiled with the block loop's target features.
-        ///
+    /// An implementation names the instruction set `blocks` needs and is used only where it is
+    /// available (by the driver [`q15_loop`] generates).
+    pub(crate) unsafe trait Q15Blocks {
         /// # Safety
         ///
-        /// The CPU has `$features`.
-        #[target_feature(enable = $features)]
-        unsafe fn run_q15_vectors<
-            V: $crate::backend::scalar::Fixed,
-            A: $crate::backend::AngleSource<[i16; 2]>,
-        >(
-            job: $crate::backend::Job<'_, A, V>,
-        ) {
-            $crate::backend::drive::<
-                $crate::backend::scalar::Scalar<$crate::backend::simd::Q15Vectors<V, Blocks>>,
-                A,
-            >(job);
-        }
+        /// The instruction set is available.
+        unsafe fn blocks<V: Fixed>(
+            x: &mut [V],
+            head_dim: usize,
+            pairing: Pairing,
+            first_pair: usize,
+            angles: &[[i16; 2]],
+            dir: Direction,
+        ) -> usize;
+    }
 
-        /// The block loop, used only by `run_q15_vectors`.
-        struct Blocks;
-
-        // SAFETY: `Blocks` is used only by `run_q15_vectors`, which runs only where the CPU
-        // has `$features`, what `$blocks` needs.
-        unsafe impl $crate::backend::simd::Q15Blocks for Blocks {
-            #[inline(always)]
-            unsafe fn blocks<V: $crate::backend::scalar::Fixed>(
-                x: &mut [V],
-                head_dim: usize,
-                pairing: $crate::backend::Pairing,
-                first_pair: usize,
-                angles: &[[i16; 2]],
-                dir: $crate::config::Direction,
-            ) -> usize {
-                // SAFETY: the instruction set is available (the trait's contract).
-                unsafe { $blocks(x, head_dim, pairing, first_pair, angles, dir) }
+    /// An arch file's Q15 entry point `run_q15` (the registry's): the scalar Q15 kernel with its
+    /// pair loop in the file's `$blocks` (a [`Q15Blocks::blocks`] function), compiled with
+    /// `$features` so that its intrinsics inline, taken when `$available` (otherwise the scalar
+    /// backend's Q15 loop, the same bits).
+    macro_rules! q15_loop {
+        (features = $features:literal, available = $available:expr, blocks = $blocks:path) => {
+            /// A Q15 table's job: the integer vector loop where the CPU has its instruction set,
+            /// else the scalar kernel.
+            pub(crate) fn run_q15<
+                V: $crate::backend::scalar::Fixed,
+                A: $crate::backend::AngleSource<[i16; 2]>,
+            >(
+                job: $crate::backend::Job<'_, A, V>,
+            ) {
+                if $available {
+                    // SAFETY: the CPU has the loop's target features, checked just above.
+                    unsafe { run_q15_vectors(job) }
+                } else {
+                    $crate::backend::scalar::run_q15(job);
+                }
             }
+
+            /// The driver loop, compiled with the block loop's target features.
+            ///
+            /// # Safety
+            ///
+            /// The CPU has `$features`.
+            #[target_feature(enable = $features)]
+            unsafe fn run_q15_vectors<
+                V: $crate::backend::scalar::Fixed,
+                A: $crate::backend::AngleSource<[i16; 2]>,
+            >(
+                job: $crate::backend::Job<'_, A, V>,
+            ) {
+                $crate::backend::drive::<
+                    $crate::backend::scalar::Scalar<$crate::backend::simd::Q15Vectors<V, Blocks>>,
+                    A,
+                >(job);
+            }
+
+            /// The block loop, used only by `run_q15_vectors`.
+            struct Blocks;
+
+            // SAFETY: `Blocks` is used only by `run_q15_vectors`, which runs only where the CPU
+            // has `$features`, what `$blocks` needs.
+            unsafe impl $crate::backend::simd::Q15Blocks for Blocks {
+                #[inline(always)]
+                unsafe fn blocks<V: $crate::backend::scalar::Fixed>(
+                    x: &mut [V],
+                    head_dim: usize,
+                    pairing: $crate::backend::Pairing,
+                    first_pair: usize,
+                    angles: &[[i16; 2]],
+                    dir: $crate::config::Direction,
+                ) -> usize {
+                    // SAFETY: the instruction set is available (the trait's contract).
+                    unsafe { $blocks(x, head_dim, pairing, first_pair, angles, dir) }
+                }
+            }
+        };
+    }
+    pub(crate) use q15_loop;
+
+    /// The scalar Q15 kernel ([`Q15`]) with its pair loop in `L`'s vector blocks; the pairs after
+    /// the last whole block, and RoPE-Mixed's summed entries, in scalar code.
+    pub(crate) struct Q15Vectors<V, L>(core::marker::PhantomData<(V, L)>);
+
+    impl<V: Fixed, L: Q15Blocks> Number for Q15Vectors<V, L> {
+        type Value = V;
+        type Entry = [i16; 2];
+
+        #[inline(always)]
+        fn rotate(a: &mut V, b: &mut V, cs: [i16; 2], dir: Direction) {
+            Q15::<V>::rotate(a, b, cs, dir);
         }
-    };
-}
-pub(super) use q15_loop;
 
-/// The scalar Q15 kernel ([`Q15`]) with its pair loop in `L`'s vector blocks; the pairs after
-/// the last whole block, and RoPE-Mixed's summed entries, in scalar code.
-pub(super) struct Q15Vectors<V, L>(core::marker::PhantomData<(V, L)>);
+        #[inline(always)]
+        fn sum(a: [i16; 2], b: [i16; 2]) -> [i16; 2] {
+            Q15::<V>::sum(a, b)
+        }
 
-impl<V: Fixed, L: Q15Blocks> Number for Q15Vectors<V, L> {
-    type Value = V;
-    type Entry = [i16; 2];
-
-    #[inline(always)]
-    fn rotate(a: &mut V, b: &mut V, cs: [i16; 2], dir: Direction) {
-        Q15::<V>::rotate(a, b, cs, dir);
-    }
-
-    #[inline(always)]
-    fn sum(a: [i16; 2], b: [i16; 2]) -> [i16; 2] {
-        Q15::<V>::sum(a, b)
-    }
-
-    #[inline(always)]
-    fn rotate_pairs(
-        x: &mut [V],
-        head_dim: usize,
-        pairing: Pairing,
-        first_pair: usize,
-        angles: &[[i16; 2]],
-        dir: Direction,
-    ) {
-        // SAFETY: `L`'s instruction set is available where this kernel runs (`Q15Blocks`).
-        let done = unsafe { L::blocks(x, head_dim, pairing, first_pair, angles, dir) };
-        let rest = angles.get(done..).unwrap_or(&[]);
-        rotate_pairs_rust::<Q15<V>>(x, head_dim, pairing, first_pair + done, rest, dir);
+        #[inline(always)]
+        fn rotate_pairs(
+            x: &mut [V],
+            head_dim: usize,
+            pairing: Pairing,
+            first_pair: usize,
+            angles: &[[i16; 2]],
+            dir: Direction,
+        ) {
+            // SAFETY: `L`'s instruction set is available where this kernel runs (`Q15Blocks`).
+            let done = unsafe { L::blocks(x, head_dim, pairing, first_pair, angles, dir) };
+            let rest = angles.get(done..).unwrap_or(&[]);
+            rotate_pairs_rust::<Q15<V>>(x, head_dim, pairing, first_pair + done, rest, dir);
+        }
     }
 }
+#[cfg(any(
+    all(target_arch = "x86_64", feature = "avx2"),
+    all(target_arch = "aarch64", feature = "neon")
+))]
+pub(super) use q15::{Q15Blocks, Q15Vectors, q15_loop};
 
 /// The scalar kernel on values of `E`: the loops past a row's reach.
 type Scalar<E> = super::scalar::Scalar<super::scalar::Float<E>>;
@@ -833,6 +848,24 @@ unsafe fn split_step<V: Bf16Pairs>(p: *mut u16, c: V, s: V) {
 /// Most vectors of angles a head may take in registers ([`rotate_in_registers`]).
 const REGISTER_VECTORS: usize = 8;
 
+/// `Some(N)` when `V`'s loops hold a head's angles in `N` registers of each array
+/// ([`rotate_in_registers`], [`line_in_registers`]): the rotated pairs are the whole head
+/// (full rotary) and fill `N ≤ REGISTER_VECTORS` whole vectors — `N · LANES` floats
+/// interleaved, `N · LANES` pairs in the half layout. Otherwise the loops read the angles
+/// from memory, a head's last vector masked.
+#[inline(always)]
+fn register_vectors<V: Vector>(head_dim: usize, form: Form, pairs: usize) -> Option<usize> {
+    let unit = match form.row() {
+        Layout::Interleaved => head_dim,
+        Layout::Half => pairs,
+    };
+    let vectors = unit / V::LANES;
+    (2 * pairs == head_dim
+        && unit.is_multiple_of(V::LANES)
+        && (1..=REGISTER_VECTORS).contains(&vectors))
+    .then_some(vectors)
+}
+
 /// [`rotate_segments`] for heads that are exactly `N` vectors of rotated floats (full rotary
 /// dimension, no tail): the angles are loaded into registers once and every head of `x` is
 /// rotated from them — for small heads, where the row's loads would cost as much as the
@@ -1060,21 +1093,12 @@ unsafe fn rotate<V: Stored<E>, E: Element>(
     pairs: usize,
     angles: Angles,
 ) {
-    let vectors = match form.row() {
-        Layout::Interleaved => head_dim / V::LANES,
-        Layout::Half => pairs / V::LANES,
-    };
-    let exact = 2 * pairs == head_dim
-        && match form.row() {
-            Layout::Interleaved => head_dim.is_multiple_of(V::LANES),
-            Layout::Half => pairs.is_multiple_of(V::LANES),
-        };
     macro_rules! registers {
         ($($n:literal)*) => {
-            match vectors {
-                // SAFETY: the heads are exactly `n` vectors (checked above); the rest as the
-                // caller guarantees.
-                $($n if exact => unsafe {
+            match register_vectors::<V>(head_dim, form, pairs) {
+                // SAFETY: the heads are exactly `n` vectors (`register_vectors`); the rest as
+                // the caller guarantees.
+                $(Some($n) => unsafe {
                     rotate_in_registers::<V, E, $n>(x, head_dim, form, angles)
                 },)*
                 _ => {
@@ -1310,24 +1334,15 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
                 tb.wrapping_add(shift).wrapping_sub(scale * first),
             )
         };
-        let vectors = match layout {
-            Layout::Interleaved => head_dim / V::LANES,
-            Layout::Half => pairs / V::LANES,
-        };
-        let exact = 2 * pairs == head_dim
-            && match layout {
-                Layout::Interleaved => head_dim.is_multiple_of(V::LANES),
-                Layout::Half => pairs.is_multiple_of(V::LANES),
-            };
         macro_rules! registers {
             ($($n:literal)*) => {
-                match vectors {
+                match register_vectors::<V>(head_dim, form, pairs) {
                     // SAFETY: the instruction set is available (`Simd<V>` only runs inside
                     // its arch file's `run`); the heads are exactly `n` vectors; the row's
                     // first `2·pairs` floats and the table's first `2·tokens·len` (and a
                     // vector of padding each) are initialised; `first` and `end` are
                     // multiples of a vector (`splits`).
-                    $($n if exact => unsafe {
+                    $(Some($n) => unsafe {
                         let line_len = line.len();
                         line_in_registers::<V, E, $n>(
                             line, line_len, token_len, head_dim, form, (ra, rb), 0,
@@ -1376,15 +1391,6 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         });
         let form = Form::of::<E>(pairing.layout);
         let layout = form.row();
-        let vectors = match layout {
-            Layout::Interleaved => head_dim / V::LANES,
-            Layout::Half => pairs / V::LANES,
-        };
-        let exact = 2 * pairs == head_dim
-            && match layout {
-                Layout::Interleaved => head_dim.is_multiple_of(V::LANES),
-                Layout::Half => pairs.is_multiple_of(V::LANES),
-            };
         // At most `lines` lines are rotated: the rows table holds no more.
         let whole = lines.checked_mul(line_len).map(|n| n.min(x.len()));
         let (Some(whole), true) = (whole, lines.saturating_mul(row_len) <= ROW_PAIRS) else {
@@ -1393,7 +1399,6 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         if token_len == 0
             || !covers
             || !fits
-            || !exact
             || !Self::splits(pairing, first, len)
             || !Self::splits(pairing, row_first, row_len)
         {
@@ -1426,14 +1431,14 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         };
         macro_rules! registers {
             ($($n:literal)*) => {
-                match vectors {
+                match register_vectors::<V>(head_dim, form, pairs) {
                     // SAFETY: the instruction set is available (`Simd<V>` only runs inside
                     // its arch file's `run`); the heads are exactly `n` vectors; every vector
                     // of a head lies in one of the two sections (`covers`), on whole vectors
                     // (`splits`); the rows table's first `2·lines·row_len` floats and the
                     // table's first `2·tokens·len` are initialised, and at most `lines` lines
                     // of at most `ROW_PAIRS / len` tokens are rotated.
-                    $($n => unsafe {
+                    $(Some($n) => unsafe {
                         line_in_registers::<V, E, $n>(
                             x, line_len, token_len, head_dim, form, row0, row_step,
                             (first, end), shifted,
