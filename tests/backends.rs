@@ -801,18 +801,20 @@ fn buffers_beyond_l2() {
             .copied()
             .find(|b| b.name() == name && b.is_available())
     };
-    for layout in LAYOUTS {
-        let d = 128;
+    // d = 128: heads whose angles fill 16 registers in the half layout (the 256-bit form's
+    // 32-register compilation); d = 80: 5 vectors per half, 10 floats a pair beyond.
+    for (layout, d) in LAYOUTS.into_iter().flat_map(|l| [(l, 128), (l, 80)]) {
         let spec = preset::rope_1d(d, layout, 500_000.0);
         let p = Pairing {
             layout,
             d,
             pairs: spec.pairs(),
         };
-        // 2¹⁸ floats exactly (512-bit form), then one token more (256-bit form; on AMD
+        let heads = 2;
+        // At most 2¹⁸ floats (512-bit form), then one token more (256-bit form; on AMD
         // Zen 4 and later the 512-bit form again for interleaved pairs).
-        for tokens in [1024, 1025] {
-            let heads = 2;
+        let below = (1 << 18) / (heads * d);
+        for tokens in [below, below + 1] {
             let x = rng.values(tokens * heads * d);
             let mut store = storage(&spec, [tokens]);
             let table = Table::build(&mut store, &spec, [tokens]).unwrap();
@@ -824,7 +826,7 @@ fn buffers_beyond_l2() {
                         .rotate(buf, Shape::heads(heads), Run::from([0]), dir)
                         .unwrap()
                 };
-                let what = format!("{tokens} tokens {layout:?} {dir:?}");
+                let what = format!("{tokens} tokens d {d} {layout:?} {dir:?}");
                 compare(p, &x, &what, op);
                 if let (Some(avx2), Some(avx512)) = (by_name("avx2"), by_name("avx512")) {
                     let (mut want, mut got) = (x.clone(), x.clone());

@@ -545,6 +545,39 @@ fn every_bit_pattern() {
     all(|b| (b & 0xFF) as u8 as i8);
 }
 
+/// Buffers of just over 1 MiB, which `avx512` rotates with its 256-bit form (compiled with
+/// AVX-512VL where the CPU has it): still the rounded f32 result on every backend, both
+/// layouts, heads of 16 (d = 128, half layout) and 5 vectors of angles. x86_64 only (the
+/// threshold is avx512's; megabytes of data take minutes under Miri and qemu).
+#[test]
+#[cfg_attr(any(miri, not(target_arch = "x86_64")), ignore)]
+fn buffers_beyond_l2() {
+    fn each<E: Ty>() {
+        let mut rng = Rng(29);
+        let heads = 2;
+        for layout in [Layout::Interleaved, Layout::Half] {
+            for d in [128, 80] {
+                let tokens = (1 << 20) / (heads * d * size_of::<E>()) + 1;
+                let spec = preset::rope_1d(d, layout, 500_000.0);
+                let mut storage = vec![[0.0f32; 2]; Table::storage_len(&spec, [tokens]).unwrap()];
+                let table = Table::build(&mut storage, &spec, [tokens]).unwrap();
+                let input = values::<E>(&mut rng, tokens * heads * d);
+                let (op_e, op_f) = both!(|b, x| table
+                    .with_backend(b)
+                    .unwrap()
+                    .rotate(x, Shape::heads(heads), Run::from([0]), Direction::Forward)
+                    .unwrap());
+                let what = format!("beyond L2, d {d} {layout:?}");
+                staged_is_exact(&input, 1.0, &what, op_e, op_f);
+            }
+        }
+    }
+    each::<f16>();
+    each::<bf16>();
+    each::<i16>();
+    each::<i8>();
+}
+
 /// Per-head scales: head `h` of every token (the prefix too) is exactly what `rotate` with
 /// `scales[h]` for the whole buffer gives it; every error leaves the buffer as it was.
 #[test]

@@ -27,8 +27,8 @@ use core::arch::x86_64::{
     _mm256_cvtepi16_epi32, _mm256_cvtepi32_ps, _mm256_cvtepu16_epi32, _mm256_cvtph_ps,
     _mm256_cvtps_epi32, _mm256_cvtps_ph, _mm256_extracti128_si256, _mm256_fmadd_ps,
     _mm256_fmaddsub_ps, _mm256_fmsub_ps, _mm256_fmsubadd_ps, _mm256_loadu_ps, _mm256_maskload_ps,
-    _mm256_maskstore_ps, _mm256_max_ps, _mm256_min_ps, _mm256_movehdup_ps, _mm256_moveldup_ps,
-    _mm256_mul_ps, _mm256_or_si256, _mm256_packs_epi32, _mm256_packus_epi32, _mm256_permute_ps,
+    _mm256_maskstore_ps, _mm256_min_ps, _mm256_movehdup_ps, _mm256_moveldup_ps, _mm256_mul_ps,
+    _mm256_or_si256, _mm256_packs_epi32, _mm256_packus_epi32, _mm256_permute_ps,
     _mm256_permute4x64_epi64, _mm256_permute4x64_pd, _mm256_set_epi32, _mm256_set1_epi32,
     _mm256_set1_ps, _mm256_setr_ps, _mm256_shuffle_ps, _mm256_slli_epi32, _mm256_srli_epi32,
     _mm256_storeu_ps,
@@ -130,6 +130,20 @@ unsafe fn run_avx2<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn run_avx2_f16c<A: AngleSource>(job: Job<'_, A, half::f16>) {
     drive::<Simd<V, half::f16>, A>(job);
+}
+
+/// The driver loop compiled with AVX-512VL as well: the same 256-bit operations, bit for bit,
+/// which may then use all 32 vector registers — a half-layout head of d = 128 holds its
+/// angles in 16 of them, which AVX2's 16 registers cannot do without spilling (the `avx512`
+/// backend's form beyond L2).
+///
+/// # Safety
+///
+/// The CPU must support AVX-512F and VL, AVX2, FMA and F16C.
+#[cfg(feature = "avx512")]
+#[target_feature(enable = "avx512f,avx512vl,avx2,fma,f16c")]
+pub(super) unsafe fn run_with_32_registers<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
+    drive::<Simd<V, E>, A>(job);
 }
 
 pub(crate) use q15::run_q15;
@@ -521,13 +535,14 @@ unsafe impl<E: Element> Stored<E> for V {
                     _mm_storeu_si128(p.cast(), _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v))
                 }
                 Format::Bf16 => _mm_storeu_si128(p.cast(), bf16_bits(v)),
+                // The saturating packs take what `rounded_below` leaves out of range.
                 Format::I16 => {
-                    let w = round_clamped(v, -32768.0, 32767.0);
+                    let w = rounded_below(v, 32767.0);
                     let packed = _mm256_permute4x64_epi64::<0b1000>(_mm256_packs_epi32(w, w));
                     _mm_storeu_si128(p.cast(), _mm256_castsi256_si128(packed));
                 }
                 Format::I8 => {
-                    let w = round_clamped(v, -128.0, 127.0);
+                    let w = rounded_below(v, 127.0);
                     let words = _mm256_packs_epi32(w, w);
                     let (lo, hi) = (
                         _mm256_castsi256_si128(words),
@@ -579,14 +594,15 @@ fn bf16_rounded(v: __m256) -> __m256i {
     }
 }
 
-/// `v` with NaN lanes 0, clamped to `[lo, hi]`, rounded to nearest-even integers.
+/// `v` rounded to nearest-even integers, NaN lanes 0 and lanes above `hi` at `hi`; lanes below
+/// −2³¹ (−∞ among them) become −2³¹, which the saturating packs take to the type's minimum
+/// as the clamp of [`element::store`](crate::element::store) does.
 #[inline(always)]
-fn round_clamped(v: __m256, lo: f32, hi: f32) -> __m256i {
+fn rounded_below(v: __m256, hi: f32) -> __m256i {
     // SAFETY: AVX (see `V`).
     unsafe {
         let v = _mm256_and_ps(v, _mm256_cmp_ps::<_CMP_ORD_Q>(v, v));
-        let v = _mm256_max_ps(_mm256_min_ps(v, _mm256_set1_ps(hi)), _mm256_set1_ps(lo));
         // MXCSR's default rounding: nearest-even.
-        _mm256_cvtps_epi32(v)
+        _mm256_cvtps_epi32(_mm256_min_ps(v, _mm256_set1_ps(hi)))
     }
 }

@@ -601,10 +601,10 @@ impl Backend {
 /// how element types are converted, and the CPU as CPUID reports it (x86_64; other
 /// architectures print `cpu not identified`). For example:
 ///
-/// `avx512 (available): 512-bit FMA on buffers up to 1 MiB, the avx2 loop beyond; each
-/// token's angles expanded once into a row, its heads rotated in address order; f16, bf16,
-/// i16 and i8 by AVX-512F in the rotation loop, sixteen values at a time; cpu GenuineIntel
-/// family 6 model 167 stepping 1`
+/// `avx512 (available): 512-bit FMA on buffers up to 1 MiB, the avx2 loop beyond (with
+/// AVX-512VL's 32 registers); each token's angles expanded once into a row, its heads
+/// rotated in address order; f16, bf16, i16 and i8 by AVX-512F in the rotation loop, sixteen
+/// values at a time; cpu GenuineIntel family 6 model 167 stepping 1`
 ///
 /// ```
 /// let line = rope2d::Backend::auto().describe();
@@ -719,5 +719,59 @@ fn cpu_id() -> Option<CpuId> {
 impl Default for Backend {
     fn default() -> Self {
         Self::auto()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::Backend;
+    use std::vec::Vec;
+
+    /// Every backend's vector rounding to `i16` and `i8` is `element::store`'s, bit for bit, at
+    /// the edges its clamp handles: ties, the types' limits, i32's limits, infinities, NaN.
+    #[test]
+    fn integer_stores_match_the_reference_at_the_edges() {
+        let edges = [
+            0.5f32,
+            1.5,
+            -0.5,
+            -2.5,
+            -0.0,
+            126.5,
+            127.5,
+            128.0,
+            -128.5,
+            -129.0,
+            32766.5,
+            32767.5,
+            -32768.5,
+            -40000.0,
+            2_147_483_520.0,
+            2_147_483_648.0,
+            -2_147_483_648.0,
+            -2_147_483_904.0,
+            1e30,
+            -1e30,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            -f32::NAN,
+            f32::MIN_POSITIVE,
+        ];
+        // Whole vectors of every width (64 values), each edge in every lane position.
+        let src: Vec<f32> = (0..edges.len() * 64)
+            .map(|i| edges[(i + i / 64) % edges.len()])
+            .collect();
+        for backend in Backend::ALL.iter().copied().filter(|b| b.is_available()) {
+            let (mut want, mut got) = (std::vec![0i16; src.len()], std::vec![0i16; src.len()]);
+            crate::element::store(&src, &mut want);
+            backend.store(&src, &mut got);
+            assert_eq!(got, want, "i16 on {backend:?}");
+            let (mut want, mut got) = (std::vec![0i8; src.len()], std::vec![0i8; src.len()]);
+            crate::element::store(&src, &mut want);
+            backend.store(&src, &mut got);
+            assert_eq!(got, want, "i8 on {backend:?}");
+        }
     }
 }

@@ -21,11 +21,11 @@ use core::arch::aarch64::{
 };
 
 use core::arch::aarch64::{
-    uint16x4_t, vaddq_u32, vandq_u32, vbslq_f32, vbslq_u32, vceqq_f32, vcgtq_u32, vcombine_s16,
-    vcvtnq_s32_f32, vcvtq_f32_s32, vdup_n_u32, vdupq_n_u32, vget_lane_u32, vget_low_s16, vld1_s16,
-    vld1_u16, vmaxq_f32, vminq_f32, vmovl_s8, vmovl_s16, vmovn_u32, vorrq_u32, vqmovn_s16,
-    vqmovn_s32, vreinterpret_s8_u32, vreinterpret_u32_s8, vreinterpretq_f32_u32,
-    vreinterpretq_u32_f32, vshll_n_u16, vshrq_n_u32, vst1_s16, vst1_u16,
+    uint16x4_t, vaddq_u32, vandq_u32, vbslq_u32, vcgtq_u32, vcombine_s16, vcvtnq_s32_f32,
+    vcvtq_f32_s32, vdup_n_u32, vdupq_n_u32, vget_lane_u32, vget_low_s16, vld1_s16, vld1_u16,
+    vmovl_s8, vmovl_s16, vmovn_u32, vorrq_u32, vqmovn_s16, vqmovn_s32, vreinterpret_s8_u32,
+    vreinterpret_u32_s8, vreinterpretq_f32_u32, vreinterpretq_u32_f32, vshll_n_u16, vshrq_n_u32,
+    vst1_s16, vst1_u16,
 };
 
 use core::arch::aarch64::{vld1q_u32, vshlq_n_u32, vsriq_n_u32, vst1q_u32};
@@ -160,9 +160,11 @@ unsafe impl<E: Element> Stored<E> for V {
                     vst1_u16(p.cast(), h);
                 }
                 Format::Bf16 => vst1_u16(p.cast(), bf16_bits(v)),
-                Format::I16 => vst1_s16(p.cast(), vqmovn_s32(round_clamped(v, -32768.0, 32767.0))),
+                // `fcvtns` rounds to nearest-even, takes NaN to 0 and saturates to i32; the
+                // saturating narrows do the rest of `element::store`'s clamp.
+                Format::I16 => vst1_s16(p.cast(), vqmovn_s32(vcvtnq_s32_f32(v))),
                 Format::I8 => {
-                    let h = vqmovn_s32(round_clamped(v, -128.0, 127.0));
+                    let h = vqmovn_s32(vcvtnq_s32_f32(v));
                     let bytes = vqmovn_s16(vcombine_s16(h, h));
                     let word = vget_lane_u32::<0>(vreinterpret_u32_s8(bytes));
                     p.cast::<u32>().write_unaligned(word);
@@ -205,16 +207,6 @@ fn bf16_bits(v: float32x4_t) -> uint16x4_t {
         );
         let quieted = vorrq_u32(vshrq_n_u32::<16>(x), vdupq_n_u32(0x40));
         vmovn_u32(vbslq_u32(nan, quieted, rounded))
-    }
-}
-
-/// Four floats: NaN to 0, clamped to `[lo, hi]`, rounded to nearest-even integers.
-#[inline(always)]
-fn round_clamped(v: float32x4_t, lo: f32, hi: f32) -> core::arch::aarch64::int32x4_t {
-    // SAFETY: NEON (see `V`).
-    unsafe {
-        let v = vbslq_f32(vceqq_f32(v, v), v, vdupq_n_f32(0.0));
-        vcvtnq_s32_f32(vmaxq_f32(vminq_f32(v, vdupq_n_f32(hi)), vdupq_n_f32(lo)))
     }
 }
 
