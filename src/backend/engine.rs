@@ -302,13 +302,23 @@ impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
         // Not `zip`: `Zip::next` is not inlined into the arch kernel's loop and costs a call
         // per token (a tenth of a one-token decode step); `PositionIter::next` is.
         let mut positions = order.iter();
+        // A row kernel's row keeps a run's entries until the run is put again: a run whose
+        // axis has the previous token's coordinate is already staged (Qwen2-VL's merge
+        // windows repeat every other row coordinate, M-RoPE's image tokens their frame and
+        // row).
+        let mut previous: Option<[u32; A]> = None;
         for token in Tokens::new(x, token_len) {
             let Some(position) = positions.next() else {
                 return;
             };
             for run in self.runs {
-                sink.put(token, run.first, self.run_entries(run, &position));
+                let staged = sink.rows
+                    && previous.is_some_and(|p| p.get(run.axis) == position.get(run.axis));
+                if !staged {
+                    sink.put(token, run.first, self.run_entries(run, &position));
+                }
             }
+            previous = Some(position);
             sink.finish(token);
         }
     }
