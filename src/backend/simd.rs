@@ -80,6 +80,11 @@ impl super::RowBuffer for Row {
 pub(super) unsafe trait Vector: Copy {
     /// `f32` lanes.
     const LANES: usize;
+    /// Whether the loop over interleaved pairs read from memory takes four vectors a step
+    /// ([`interleaved_wide_step`]) rather than two: with 4-lane vectors a two-vector step
+    /// leaves too little independent work to cover the load, swap, multiply and fused
+    /// multiply-add latencies (NEON). AVX2 and AVX-512 are throughput-bound at two.
+    const WIDE_STEPS: bool = false;
     /// `LANES` floats from `p` (unaligned).
     unsafe fn load(p: *const f32) -> Self;
     /// Stores `LANES` floats at `p` (unaligned).
@@ -663,6 +668,16 @@ unsafe fn rotate_segments<V: Stored<E>, E: Element>(
                     Form::Interleaved => {
                         let p = base.add(head);
                         let (mut i, end) = (2 * seg.lo, 2 * seg.hi);
+                        if V::WIDE_STEPS {
+                            while i + 4 * lanes <= end {
+                                interleaved_wide_step::<V, E>(
+                                    p.add(i),
+                                    a.wrapping_add(i),
+                                    b.wrapping_add(i),
+                                );
+                                i += 4 * lanes;
+                            }
+                        }
                         while i + 2 * lanes <= end {
                             interleaved_step::<V, E>(
                                 p.add(i),
@@ -797,6 +812,26 @@ unsafe fn interleaved_step<V: Stored<E>, E: Element>(p: *mut E, a: *const f32, b
         let (x0, x1) = (V::load_values(p), V::load_values(p.add(lanes)));
         interleaved(x0, V::load(a), V::load(b)).store_values(p);
         interleaved(x1, V::load(a.add(lanes)), V::load(b.add(lanes))).store_values(p.add(lanes));
+    }
+}
+
+/// [`interleaved_step`] over four vectors, their loads first ([`Vector::WIDE_STEPS`]): four
+/// independent chains in flight, whatever order the compiler schedules the rest in.
+///
+/// # Safety
+///
+/// `V`'s instruction set is available; `4·LANES` floats readable at `a`, `b` and readable
+/// and writable at `p`.
+#[inline(always)]
+unsafe fn interleaved_wide_step<V: Stored<E>, E: Element>(p: *mut E, a: *const f32, b: *const f32) {
+    let lanes = V::LANES;
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        let x = [0, 1, 2, 3].map(|j| V::load_values(p.add(j * lanes)));
+        for (j, x) in x.into_iter().enumerate() {
+            let at = j * lanes;
+            interleaved(x, V::load(a.add(at)), V::load(b.add(at))).store_values(p.add(at));
+        }
     }
 }
 
@@ -1548,9 +1583,10 @@ macro_rules! mca_region {
 
 /// The kernels' loop bodies between `llvm-mca` region markers, for `.ci/mca.sh`: compiled
 /// only with `--cfg rope2d_mca`, from each arch file's `mca` wrapper. A region is one
-/// iteration of a production loop — the same inlined functions ([`interleaved_step`],
-/// [`half_step`], [`interleaved_head_from_registers`], [`half_head_from_registers`]) — and
-/// its name ends in the vectors of floats it rotates (`_2v`), which the script turns into
+/// iteration of a production loop — the same inlined functions ([`interleaved_step`] or
+/// [`interleaved_wide_step`], whichever the vector type's loop takes; [`half_step`],
+/// [`interleaved_head_from_registers`], [`half_head_from_registers`]) — and its name ends in
+/// the vectors of floats it rotates (`_2v`), which the script turns into
 /// cycles per 16 floats. `stream` loads and stores as many bytes (a copy, `a` to `x`) with no
 /// arithmetic: the floor each form is compared with.
 ///
@@ -1580,12 +1616,23 @@ pub(super) unsafe fn mca_regions<V: Stored<f32>>(
             i += 2 * lanes;
         }
         i = 0;
-        while i < n {
-            mca_region!(
-                "interleaved_2v",
-                interleaved_step::<V, f32>(x.add(i), a.add(i), b.add(i))
-            );
-            i += 2 * lanes;
+        // The step the production loop takes (`Vector::WIDE_STEPS`).
+        if V::WIDE_STEPS {
+            while i < n {
+                mca_region!(
+                    "interleaved_4v",
+                    interleaved_wide_step::<V, f32>(x.add(i), a.add(i), b.add(i))
+                );
+                i += 4 * lanes;
+            }
+        } else {
+            while i < n {
+                mca_region!(
+                    "interleaved_2v",
+                    interleaved_step::<V, f32>(x.add(i), a.add(i), b.add(i))
+                );
+                i += 2 * lanes;
+            }
         }
         i = 0;
         while i < n {
