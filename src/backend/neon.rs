@@ -57,8 +57,7 @@ pub(crate) fn is_available() -> bool {
 }
 
 /// The loop, for [`Backend::describe`](super::Backend::describe).
-pub(crate) const FORM: &str =
-    "128-bit FMA, interleaved pairs four vectors a step; each token's angles expanded once into a row, its heads rotated in address order";
+pub(crate) const FORM: &str = "128-bit FMA, interleaved pairs four vectors a step; each token's angles expanded once into a row, its heads rotated in address order";
 
 /// How element types are converted.
 pub(crate) fn conversions() -> &'static str {
