@@ -80,11 +80,11 @@ pub(crate) fn fuses<E: Element>(ratio: f32) -> bool {
 /// Buffers of more bytes than this (1 MiB, beyond L2) are rotated with the 256-bit form,
 /// the `avx2` loop (bit-identical; compiled with AVX-512VL where the CPU has it, so that it
 /// may use 32 registers: `mrope_text`, whose d = 128 half-layout heads hold 16 vectors of
-/// angles, 75.9 → 64–68 µs on an AMD EPYC Zen 4). Streaming from and to memory, 512-bit stores measured
-/// slower than 256-bit ones on an Intel Xeon (family 6, model 167; 3–32 MiB groups:
-/// 1.05–1.2×; the bare `x = -x` stream too), while within L2 the 512-bit form is faster
-/// (ViT-S, 0.3 MiB: 0.93×). AMD Zen 4 and later keep the 512-bit loop for interleaved pairs
-/// at every size ([`WIDE_INTERLEAVED`](super::x86::WIDE_INTERLEAVED)), measured faster there.
+/// angles, 75.9 → 64–68 µs on an AMD EPYC Zen 4). Streaming from and to memory, 512-bit
+/// stores measured slower than 256-bit ones on an Intel Xeon (family 6, model 167; 3–32 MiB
+/// groups: 1.05–1.2×; the bare `x = -x` stream too), while within L2 the 512-bit form is
+/// faster (ViT-S, 0.3 MiB: 0.93×). AMD Zen 4 and later keep the 512-bit loop for interleaved
+/// pairs at every size ([`WIDE_INTERLEAVED`](super::x86::WIDE_INTERLEAVED)), measured faster there.
 #[cfg(feature = "avx2")]
 const BEYOND_L2_BYTES: usize = 1 << 20;
 
