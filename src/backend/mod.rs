@@ -763,7 +763,10 @@ mod tests {
         let src: Vec<f32> = (0..edges.len() * 64)
             .map(|i| edges[(i + i / 64) % edges.len()])
             .collect();
-        for backend in Backend::ALL.iter().copied().filter(|b| b.is_available()) {
+        // Miri implements neither AVX-512's compares into a mask nor its conversions.
+        let interpreted = |b: &Backend| cfg!(miri) && b.name() == "avx512";
+        let available = |b: &Backend| b.is_available() && !interpreted(b);
+        for backend in Backend::ALL.iter().copied().filter(available) {
             let (mut want, mut got) = (std::vec![0i16; src.len()], std::vec![0i16; src.len()]);
             crate::element::store(&src, &mut want);
             backend.store(&src, &mut got);
