@@ -14,14 +14,16 @@ have() { command -v "$1" >/dev/null 2>&1; }
 need=()
 have gcc || need+=(gcc)
 have g++ || need+=(g++)
-have arm-none-eabi-gcc || need+=(gcc-arm-none-eabi)
+# newlib (the firmware's libc headers) is only a recommendation of gcc-arm-none-eabi, and
+# recommends are not installed (see .ci/firmware.sh).
+have arm-none-eabi-gcc || need+=(gcc-arm-none-eabi libnewlib-arm-none-eabi)
 have qemu-system-arm || need+=(qemu-system-arm)
 have python3 || need+=(python3)
 if [ ${#need[@]} -gt 0 ]; then
     sudo=(); [ "$(id -u)" = 0 ] || sudo=(sudo)
     "${sudo[@]}" apt-get -o DPkg::Lock::Timeout=300 update -qq
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
-        apt-get -o DPkg::Lock::Timeout=300 install -y -qq "${need[@]}"
+        apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "${need[@]}"
 fi
 rustup target add thumbv7em-none-eabihf >/dev/null
 CBINDGEN_VERSION=0.29.4
