@@ -57,7 +57,7 @@ pub(crate) fn is_available() -> bool {
 }
 
 /// The loop, for [`Backend::describe`](super::Backend::describe).
-pub(crate) const FORM: &str = "128-bit FMA, interleaved pairs four vectors a step; each token's angles expanded once into a row, its heads rotated in address order";
+pub(crate) const FORM: &str = "128-bit FMA, eight vectors a step from memory; each token's angles expanded once into a row, its heads rotated in address order";
 
 /// How element types are converted.
 pub(crate) fn conversions() -> &'static str {
@@ -408,9 +408,13 @@ pub unsafe extern "C" fn rope2d_mca_neon(x: *mut f32, a: *const f32, b: *const f
 // contract makes valid.
 unsafe impl Vector for V {
     const LANES: usize = 4;
-    // llvm-mca 19, cycles per 16 floats of the interleaved loop from memory, two vectors a
-    // step against four: cortex-a76 44 → 17, neoverse-n1 36 → 10, neoverse-v1 32 → 5.4,
-    // in-order cortex-a53 110 → 95 (`.ci/mca.sh`; a model: no Arm hardware here).
+    // llvm-mca 19, cycles per 16 floats of the loops from memory, narrow steps against wide
+    // (`.ci/mca.sh`; a model: no Arm hardware here). Interleaved: in-order cortex-a53 110 →
+    // 37, cortex-a55 72 → 41, neoverse-n1 36 → 10, neoverse-v1 32 → 4.7, cortex-a57/a72/a76
+    // 44 → 18.5 (a four-vector step rated 17 there, and as the eight-vector one elsewhere but
+    // 2.6× slower on cortex-a53; LLVM models those three cores with cortex-a57's tables,
+    // while neoverse-n1, the cortex-a76's server twin, rates both 10). Half layout:
+    // cortex-a53 70 → 33, cortex-a55 54 → 29.5, neoverse-n2 12 → 7, no core slower.
     const WIDE_STEPS: bool = true;
 
     #[inline(always)]

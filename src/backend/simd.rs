@@ -80,10 +80,12 @@ impl super::RowBuffer for Row {
 pub(super) unsafe trait Vector: Copy {
     /// `f32` lanes.
     const LANES: usize;
-    /// Whether the loop over interleaved pairs read from memory takes four vectors a step
-    /// ([`interleaved_wide_step`]) rather than two: with 4-lane vectors a two-vector step
-    /// leaves too little independent work to cover the load, swap, multiply and fused
-    /// multiply-add latencies (NEON). AVX2 and AVX-512 are throughput-bound at two.
+    /// Whether the loops over angles read from memory take wide steps — eight vectors of
+    /// interleaved pairs ([`interleaved_wide_step`]), four of each half-layout half
+    /// ([`half_wide_step`]), each phase of the rotation over all of them before the next —
+    /// rather than two vectors: with 4-lane vectors a narrow step leaves too little
+    /// independent work to cover the load, swap, multiply and fused multiply-add latencies,
+    /// in-order cores most of all (NEON). AVX2 and AVX-512 are throughput-bound at two.
     const WIDE_STEPS: bool = false;
     /// `LANES` floats from `p` (unaligned).
     unsafe fn load(p: *const f32) -> Self;
@@ -669,13 +671,13 @@ unsafe fn rotate_segments<V: Stored<E>, E: Element>(
                         let p = base.add(head);
                         let (mut i, end) = (2 * seg.lo, 2 * seg.hi);
                         if V::WIDE_STEPS {
-                            while i + 4 * lanes <= end {
+                            while i + 8 * lanes <= end {
                                 interleaved_wide_step::<V, E>(
                                     p.add(i),
                                     a.wrapping_add(i),
                                     b.wrapping_add(i),
                                 );
-                                i += 4 * lanes;
+                                i += 8 * lanes;
                             }
                         }
                         while i + 2 * lanes <= end {
@@ -740,6 +742,17 @@ unsafe fn rotate_segments<V: Stored<E>, E: Element>(
                         let lo = base.add(head);
                         let hi = lo.add(pairs);
                         let mut k = seg.lo;
+                        if V::WIDE_STEPS {
+                            while k + 4 * lanes <= seg.hi {
+                                half_wide_step::<V, E>(
+                                    lo.add(k),
+                                    hi.add(k),
+                                    a.wrapping_add(k),
+                                    b.wrapping_add(k),
+                                );
+                                k += 4 * lanes;
+                            }
+                        }
                         while k + lanes <= seg.hi {
                             half_step::<V, E>(
                                 lo.add(k),
@@ -815,22 +828,30 @@ unsafe fn interleaved_step<V: Stored<E>, E: Element>(p: *mut E, a: *const f32, b
     }
 }
 
-/// [`interleaved_step`] over four vectors, their loads first ([`Vector::WIDE_STEPS`]): four
-/// independent chains in flight, whatever order the compiler schedules the rest in.
+/// [`interleaved_step`] over eight vectors, phase by phase ([`Vector::WIDE_STEPS`]): every
+/// load, then every swap, every product, every fused multiply-add and every store — eight
+/// independent chains in flight whatever order the compiler keeps, and a schedule an
+/// in-order core can issue without waiting on each result.
 ///
 /// # Safety
 ///
-/// `V`'s instruction set is available; `4·LANES` floats readable at `a`, `b` and readable
+/// `V`'s instruction set is available; `8·LANES` floats readable at `a`, `b` and readable
 /// and writable at `p`.
 #[inline(always)]
 unsafe fn interleaved_wide_step<V: Stored<E>, E: Element>(p: *mut E, a: *const f32, b: *const f32) {
+    const STEP: [usize; 8] = [0, 1, 2, 3, 4, 5, 6, 7];
     let lanes = V::LANES;
-    // SAFETY: as the caller guarantees.
+    // SAFETY: as the caller guarantees; vector `j` covers floats `j·LANES ..` of each array.
     unsafe {
-        let x = [0, 1, 2, 3].map(|j| V::load_values(p.add(j * lanes)));
-        for (j, x) in x.into_iter().enumerate() {
-            let at = j * lanes;
-            interleaved(x, V::load(a.add(at)), V::load(b.add(at))).store_values(p.add(at));
+        let x = STEP.map(|j| V::load_values(p.add(j * lanes)));
+        let sines = STEP.map(|j| V::load(b.add(j * lanes)));
+        let cosines = STEP.map(|j| V::load(a.add(j * lanes)));
+        let swapped = x.map(|v| v.swap_pairs());
+        let products = STEP.map(|j| swapped[j].mul(sines[j]));
+        // `interleaved`'s arithmetic: `x·a + swap(x)·b`, the product with `a` fused.
+        let out = STEP.map(|j| x[j].fmadd(cosines[j], products[j]));
+        for (j, v) in out.into_iter().enumerate() {
+            v.store_values(p.add(j * lanes));
         }
     }
 }
@@ -860,6 +881,40 @@ unsafe fn half_step<V: Stored<E>, E: Element>(
         );
         xv.store_values(lo);
         yv.store_values(hi);
+    }
+}
+
+/// [`half_step`] over four vectors of each half, phase by phase ([`Vector::WIDE_STEPS`]), as
+/// [`interleaved_wide_step`] is.
+///
+/// # Safety
+///
+/// `V`'s instruction set is available; `4·LANES` floats readable at `c`, `s` and readable and
+/// writable at `lo`, `hi`.
+#[inline(always)]
+unsafe fn half_wide_step<V: Stored<E>, E: Element>(
+    lo: *mut E,
+    hi: *mut E,
+    c: *const f32,
+    s: *const f32,
+) {
+    const STEP: [usize; 4] = [0, 1, 2, 3];
+    let lanes = V::LANES;
+    // SAFETY: as the caller guarantees; vector `j` covers floats `j·LANES ..` of each array.
+    unsafe {
+        let x = STEP.map(|j| V::load_values(lo.add(j * lanes)));
+        let y = STEP.map(|j| V::load_values(hi.add(j * lanes)));
+        let cosines = STEP.map(|j| V::load(c.add(j * lanes)));
+        let sines = STEP.map(|j| V::load(s.add(j * lanes)));
+        let ys = STEP.map(|j| y[j].mul(sines[j]));
+        let xs = STEP.map(|j| x[j].mul(sines[j]));
+        // `half`'s arithmetic: `(x·c − y·s, y·c + x·s)`, the products with `c` fused.
+        let x_out = STEP.map(|j| x[j].fmsub(cosines[j], ys[j]));
+        let y_out = STEP.map(|j| y[j].fmadd(cosines[j], xs[j]));
+        for j in STEP {
+            x_out[j].store_values(lo.add(j * lanes));
+            y_out[j].store_values(hi.add(j * lanes));
+        }
     }
 }
 
@@ -1583,16 +1638,17 @@ macro_rules! mca_region {
 
 /// The kernels' loop bodies between `llvm-mca` region markers, for `.ci/mca.sh`: compiled
 /// only with `--cfg rope2d_mca`, from each arch file's `mca` wrapper. A region is one
-/// iteration of a production loop — the same inlined functions ([`interleaved_step`] or
-/// [`interleaved_wide_step`], whichever the vector type's loop takes; [`half_step`],
-/// [`interleaved_head_from_registers`], [`half_head_from_registers`]) — and its name ends in
-/// the vectors of floats it rotates (`_2v`), which the script turns into
+/// iteration of a production loop — the same inlined functions ([`interleaved_step`] and
+/// [`half_step`], or [`interleaved_wide_step`] and [`half_wide_step`], whichever steps the
+/// vector type's loops take; [`interleaved_head_from_registers`],
+/// [`half_head_from_registers`]) — and its name ends in the vectors of floats it rotates
+/// (`_2v`), which the script turns into
 /// cycles per 16 floats. `stream` loads and stores as many bytes (a copy, `a` to `x`) with no
 /// arithmetic: the floor each form is compared with.
 ///
 /// # Safety
 ///
-/// `V`'s instruction set is available; `n + 4·LANES` floats readable and writable at `x` and
+/// `V`'s instruction set is available; `n + 8·LANES` floats readable and writable at `x` and
 /// readable at `a` and `b`.
 #[cfg(rope2d_mca)]
 #[inline(always)]
@@ -1620,10 +1676,10 @@ pub(super) unsafe fn mca_regions<V: Stored<f32>>(
         if V::WIDE_STEPS {
             while i < n {
                 mca_region!(
-                    "interleaved_4v",
+                    "interleaved_8v",
                     interleaved_wide_step::<V, f32>(x.add(i), a.add(i), b.add(i))
                 );
-                i += 4 * lanes;
+                i += 8 * lanes;
             }
         } else {
             while i < n {
@@ -1635,12 +1691,22 @@ pub(super) unsafe fn mca_regions<V: Stored<f32>>(
             }
         }
         i = 0;
-        while i < n {
-            mca_region!(
-                "half_2v",
-                half_step::<V, f32>(x.add(i), x.add(i + lanes), a.add(i), b.add(i))
-            );
-            i += 2 * lanes;
+        if V::WIDE_STEPS {
+            while i < n {
+                mca_region!(
+                    "half_8v",
+                    half_wide_step::<V, f32>(x.add(i), x.add(i + 4 * lanes), a.add(i), b.add(i))
+                );
+                i += 8 * lanes;
+            }
+        } else {
+            while i < n {
+                mca_region!(
+                    "half_2v",
+                    half_step::<V, f32>(x.add(i), x.add(i + lanes), a.add(i), b.add(i))
+                );
+                i += 2 * lanes;
+            }
         }
         let load4 = |p: *const f32| [0, 1, 2, 3].map(|j| V::load(p.add(j * lanes)));
         let (ra, rb) = (load4(a), load4(b));
