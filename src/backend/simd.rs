@@ -1648,8 +1648,8 @@ macro_rules! mca_region {
 ///
 /// # Safety
 ///
-/// `V`'s instruction set is available; `n + 8·LANES` floats readable and writable at `x` and
-/// readable at `a` and `b`.
+/// `V`'s instruction set is available; `n + 16·LANES` floats readable and writable at `x` and
+/// `8·LANES` (and `n + 8·LANES`) readable at `a` and `b`.
 #[cfg(rope2d_mca)]
 #[inline(always)]
 pub(super) unsafe fn mca_regions<V: Stored<f32>>(
@@ -1726,6 +1726,28 @@ pub(super) unsafe fn mca_regions<V: Stored<f32>>(
                 half_head_from_registers::<V, f32, 2>(x.add(i), &ra, &rb)
             );
             i += 4 * lanes;
+        }
+        // The largest heads the register forms take (`REGISTER_VECTORS`): 8 vectors a head,
+        // or a half — NEON's d = 32 interleaved and d = 64 half-layout heads, AVX2's d = 64
+        // and AVX-512's d = 128 interleaved ones. A head's chain of load, product and store
+        // weighs less there than in a 4-vector head.
+        let load8 = |p: *const f32| [0, 1, 2, 3, 4, 5, 6, 7].map(|j| V::load(p.add(j * lanes)));
+        let (ra, rb) = (load8(a), load8(b));
+        i = 0;
+        while i < n {
+            mca_region!(
+                "interleaved_registers8_8v",
+                interleaved_head_from_registers::<V, f32, 8>(x.add(i), &ra, &rb)
+            );
+            i += 8 * lanes;
+        }
+        i = 0;
+        while i < n {
+            mca_region!(
+                "half_registers8_16v",
+                half_head_from_registers::<V, f32, 8>(x.add(i), &ra, &rb)
+            );
+            i += 16 * lanes;
         }
     }
 }
