@@ -1642,9 +1642,8 @@ macro_rules! mca_region {
 /// [`half_step`], or [`interleaved_wide_step`] and [`half_wide_step`], whichever steps the
 /// vector type's loops take; [`interleaved_head_from_registers`],
 /// [`half_head_from_registers`]) — and its name ends in the vectors of floats it rotates
-/// (`_2v`), which the script turns into
-/// cycles per 16 floats. `stream` loads and stores as many bytes (a copy, `a` to `x`) with no
-/// arithmetic: the floor each form is compared with.
+/// (`_2v`), which the script turns into cycles per 16 floats. `stream` loads and stores as
+/// many bytes (a copy, `a` to `x`) with no arithmetic: the floor each form is compared with.
 ///
 /// # Safety
 ///
