@@ -802,7 +802,8 @@ fn buffers_beyond_l2() {
             .find(|b| b.name() == name && b.is_available())
     };
     // d = 128: heads whose angles fill 16 registers in the half layout (the 256-bit form's
-    // 32-register compilation); d = 80: 5 vectors per half, 10 floats a pair beyond.
+    // 32-register compilation); d = 80: 5 vectors a half in the half layout, 10 vectors read
+    // from memory interleaved (and not whole 512-bit vectors in either).
     for (layout, d) in LAYOUTS.into_iter().flat_map(|l| [(l, 128), (l, 80)]) {
         let spec = preset::rope_1d(d, layout, 500_000.0);
         let p = Pairing {

@@ -547,8 +547,8 @@ fn every_bit_pattern() {
 
 /// Buffers of just over 1 MiB, which `avx512` rotates with its 256-bit form (compiled with
 /// AVX-512VL where the CPU has it): still the rounded f32 result on every backend, both
-/// layouts, heads of 16 (d = 128, half layout) and 5 vectors of angles. x86_64 only (the
-/// threshold is avx512's; megabytes of data take minutes under Miri and qemu).
+/// layouts, heads whose angles take 16 registers (d = 128, half layout) or 5 (d = 80). x86_64
+/// only (the threshold is avx512's; megabytes of data take minutes under Miri and qemu).
 #[test]
 #[cfg_attr(any(miri, not(target_arch = "x86_64")), ignore)]
 fn buffers_beyond_l2() {
