@@ -664,6 +664,44 @@ fn special_values_propagate_like_scalar() {
     }
 }
 
+/// Exact zeros rotate to the zeros scalar gives, sign included, on every backend, layout and
+/// loop form (register heads, heads from memory, tails): where both products are exact zeros
+/// their difference is +0 whether fused or not (NEON once formed `x·c − y·s` as
+/// `−(y·s − x·c)`: −0). `check` allows a zero of the other sign, which a product that
+/// underflows can give legitimately.
+#[test]
+fn exact_zeros_keep_their_sign() {
+    for layout in LAYOUTS {
+        for &d in miri_or(&[8, 12, 16, 36, 64, 128][..], &[36][..]) {
+            let spec = preset::axial(d, layout, AxisOrder::ColFirst, 100.0);
+            let mut store = storage(&spec, [2, 3]);
+            let table = Table::build(&mut store, &spec, [2, 3]).unwrap();
+            for &dir in dirs(layout) {
+                for zero in [0.0f32, -0.0] {
+                    let rotate = |backend: Backend| {
+                        let mut x = vec![zero; 6 * 2 * d];
+                        table
+                            .with_backend(backend)
+                            .unwrap()
+                            .rotate(&mut x, Shape::heads(2), Grid::new([2, 3]), dir)
+                            .unwrap();
+                        x.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+                    };
+                    let want = rotate(Backend::Scalar);
+                    for backend in backends() {
+                        assert_eq!(
+                            rotate(backend),
+                            want,
+                            "{} {layout:?} d={d} {dir:?} zeros {zero:?}",
+                            backend.name()
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// A NaN in one element makes exactly its pair NaN, on every backend (scalar included).
 #[test]
 fn nan_stays_in_its_pair() {

@@ -16,7 +16,7 @@
 //! within an ulp of overflow.
 
 use core::arch::aarch64::{
-    float32x4_t, uint32x4_t, vaddq_f32, vdupq_n_f32, vfmaq_f32, vfmsq_f32, vld1q_f32, vmulq_f32,
+    float32x4_t, uint32x4_t, vaddq_f32, vdupq_n_f32, vfmaq_f32, vld1q_f32, vmulq_f32,
     vnegq_f32, vrev64q_f32, vst1q_f32, vtrn1q_f32, vtrn2q_f32, vuzp1q_f32, vuzp2q_f32,
 };
 
@@ -482,8 +482,9 @@ unsafe impl Vector for V {
     }
     #[inline(always)]
     unsafe fn fmsub(self, b: Self, c: Self) -> Self {
-        // SAFETY: NEON: `−(c − self·b)`, one rounding (the negation is exact).
-        V(unsafe { vnegq_f32(vfmsq_f32(c.0, self.0, b.0)) })
+        // SAFETY: NEON: `self·b + (−c)`, one rounding, as x86's `vfmsub` (negating `c` is
+        // exact). Not `−(c − self·b)`: where `self·b = c` that is −0, not +0.
+        V(unsafe { vfmaq_f32(vnegq_f32(c.0), self.0, b.0) })
     }
     #[inline(always)]
     unsafe fn alternating(negate_odd: bool) -> Self {

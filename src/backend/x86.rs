@@ -114,7 +114,9 @@ fn detect() -> u8 {
     let mut features = 0;
     if ymm && avx2 && fma {
         features |= AVX2_FMA;
-        if zmm && avx512f {
+        // `avx512f` code may use F16C and FMA: rustc's `avx512f` implies both, and std's
+        // detection, too, reports AVX-512F only with them.
+        if zmm && avx512f && f16c {
             features |= AVX512F;
             if avx512vl {
                 features |= AVX512VL;
