@@ -178,10 +178,13 @@ fn run_max<const A: usize>(run: &Run<A>, count: usize) -> Result<[u64; A], usize
     let mut max = [0u64; A];
     let last = count.saturating_sub(1) as u64;
     for (a, m) in max.iter_mut().enumerate() {
-        let value = u64::from(run.start[a]) + u64::from(run.step[a]) * last;
-        if value > u64::from(u32::MAX) {
+        let value = u64::from(run.step[a])
+            .checked_mul(last)
+            .and_then(|span| span.checked_add(u64::from(run.start[a])))
+            .filter(|&value| value <= u64::from(u32::MAX));
+        let Some(value) = value else {
             return Err(a);
-        }
+        };
         *m = value;
     }
     Ok(max)
@@ -640,6 +643,27 @@ mod tests {
 
     fn collect<const A: usize>(order: Order<'_, A>, n: usize) -> Vec<[u32; A]> {
         order.iter().take(n).collect()
+    }
+
+    #[test]
+    fn run_max_refuses_what_passes_u32() {
+        let run = Run {
+            start: [7, 0],
+            step: [1, u32::MAX],
+        };
+        assert_eq!(run_max(&run, 1), Ok([7, 0]));
+        assert_eq!(run_max(&run, 2), Ok([8, u64::from(u32::MAX)]));
+        assert_eq!(run_max(&run, 3), Err(1));
+        // `step · (count − 1)` past `u64::MAX` (more than 2³² tokens on a 64-bit target).
+        let steep = Run {
+            start: [0],
+            step: [u32::MAX],
+        };
+        assert_eq!(run_max(&steep, usize::MAX), Err(0));
+        assert_eq!(
+            run_max(&Run::repeat([u32::MAX]), usize::MAX),
+            Ok([u64::from(u32::MAX)])
+        );
     }
 
     #[test]

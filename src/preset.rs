@@ -248,7 +248,9 @@ pub fn glm(head_dim: usize, partial_rotary_factor: f64, rope_theta: f64) -> Spec
 /// Sections of `elems[a] / 2` interleaved pairs for axes `0, 1, 2`, index reset per section.
 const fn sections_3d(elems: [usize; 3], theta: f64) -> Spec<'static, 3> {
     Spec::new(
-        elems[0] + elems[1] + elems[2],
+        // Saturating (a `const fn` cannot return an error): an overflowing sum is a head
+        // dimension no table accepts.
+        elems[0].saturating_add(elems[1]).saturating_add(elems[2]),
         Layout::Interleaved,
         Sections {
             sections: [
@@ -404,20 +406,31 @@ pub const fn qwen3_vl_mrope(
     )
 }
 
-/// `count` M-RoPE text tokens from position `start` (`t = h = w`), and the position after them.
+/// `count` M-RoPE text tokens from position `start` (`t = h = w`), and the position after them
+/// (saturated at `u32::MAX`).
 pub const fn mrope_text(start: u32, count: usize) -> (Piece<3>, u32) {
     (
         Piece::Run {
             run: Run::from([start; 3]),
             count,
         },
-        start + count as u32,
+        after(start, count),
     )
+}
+
+/// `start + n`, saturated at `u32::MAX`: a piece placed there is refused by the rotation
+/// (its positions pass the table), never wrapped to small positions.
+const fn after(start: u32, n: usize) -> u32 {
+    if n > u32::MAX as usize {
+        u32::MAX
+    } else {
+        start.saturating_add(n as u32)
+    }
 }
 
 /// An M-RoPE image or video of `grid_thw` patches merged by `spatial_merge_size`, its tokens
 /// at `start + (t, row, col)` over the merged grid, and the position after it
-/// (`start + max(t, rows, cols)`): `get_rope_index`'s rule.
+/// (`start + max(t, rows, cols)`, saturated at `u32::MAX`): `get_rope_index`'s rule.
 pub const fn mrope_image(
     start: u32,
     grid_thw: [usize; 3],
@@ -441,7 +454,7 @@ pub const fn mrope_image(
             grid: Grid::new(extents).at([start; 3]),
             repeat: 1,
         },
-        start + span as u32,
+        after(start, span),
     )
 }
 

@@ -410,8 +410,13 @@ impl<'p, const A: usize> Assign<'p, A> {
     #[inline(always)]
     pub(crate) fn pairs(self) -> usize {
         match self {
-            Assign::Sections(s) => s.sections.iter().map(|s| s.pairs).sum(),
-            Assign::Interleaved(s) => s.pairs.iter().sum(),
+            // Saturating: `Spec::pairs` is public and may come before `Spec::check`, which
+            // refuses a sum that overflows.
+            Assign::Sections(s) => s
+                .sections
+                .iter()
+                .fold(0, |n: usize, s| n.saturating_add(s.pairs)),
+            Assign::Interleaved(s) => s.pairs.iter().fold(0, |n: usize, &p| n.saturating_add(p)),
             Assign::PerPair(axes) => axes.len(),
             Assign::Summed(s) => s.pairs,
         }

@@ -590,3 +590,51 @@ fn construction_limits() {
         assert!(Table::build(&mut storage, &spec, side).is_ok());
     }
 }
+
+/// Sizes and positions at the edge of their types: no overflow panic (these tests run in the
+/// dev profile, with overflow checks), and the results are refused or saturated, never
+/// wrapped to small values.
+#[test]
+fn arithmetic_at_the_type_limits() {
+    // A section sum past `usize::MAX`: `pairs` saturates and `check` refuses it.
+    let huge = Spec::new(
+        16,
+        Layout::Half,
+        sections([Section::new(0, usize::MAX), Section::new(1, 1)]),
+        base(),
+    );
+    assert_eq!(huge.pairs(), usize::MAX);
+    assert!(huge.check().is_err());
+    // Head dimensions summed from per-axis sizes saturate: no table accepts them.
+    for spec in [
+        preset::flux([usize::MAX, 2, 0], 1e4),
+        preset::hunyuan_video([usize::MAX, 2, 2], 256.0),
+    ] {
+        assert_eq!(spec.head_dim, usize::MAX);
+        assert!(spec.check().is_err());
+        assert!(Table::storage_len(&spec, [1, 1, 1]).is_err());
+    }
+    // M-RoPE pieces: the next position saturates at `u32::MAX`.
+    assert_eq!(preset::mrope_text(u32::MAX, 1).1, u32::MAX);
+    assert_eq!(preset::mrope_text(7, usize::MAX).1, u32::MAX);
+    assert_eq!(preset::mrope_text(7, 5).1, 12);
+    assert_eq!(preset::mrope_image(u32::MAX - 1, [1, 4, 4], 1).1, u32::MAX);
+    assert_eq!(preset::mrope_image(10, [1, 4, 6], 2).1, 13);
+    // A run whose last coordinate passes `u32::MAX` is refused, not wrapped.
+    let spec = preset::llama(8);
+    let mut storage = vec![[0f32; 2]; Table::storage_len(&spec, [16]).unwrap()];
+    let table = Table::build(&mut storage, &spec, [16]).unwrap();
+    let mut x = buffer(2 * 8);
+    let result = table.rotate(&mut x, Shape::heads(1), Run::from([u32::MAX]), FWD);
+    assert!(result.is_err());
+    let pieces = [Piece::Run {
+        run: Run::from([u32::MAX - 1]),
+        count: 2,
+    }];
+    assert!(
+        table
+            .rotate(&mut x, Shape::heads(1), &pieces[..], FWD)
+            .is_err()
+    );
+    assert!(untouched(&x));
+}
