@@ -54,7 +54,9 @@ if [ "${qemu_major:-0}" -ge 8 ]; then ONE_INSN=(-accel tcg,one-insn-per-tb=on); 
 
 fail=0
 budget() { # name value limit unit
-    if awk -v v="$2" -v l="$3" 'BEGIN { exit !(v <= l) }'; then
+    # A missing measurement (an empty or non-numeric value) fails: awk would compare it as a
+    # string, and "" <= "7" holds.
+    if [[ "$2" =~ ^[0-9]+([.][0-9]+)?$ ]] && awk -v v="$2" -v l="$3" 'BEGIN { exit !(v <= l) }'; then
         printf 'budget ok    %-58s %10s  (limit %s %s)\n' "$1" "$2" "$3" "$4"
     else
         printf 'BUDGET FAIL  %-58s %10s  (limit %s %s)\n' "$1" "$2" "$3" "$4"
@@ -85,7 +87,7 @@ cargo run --quiet --release --target $TARGET --example $EXAMPLE | tee "$work/run
 status=${PIPESTATUS[0]}
 set -e
 echo "QEMU exit status: $status"
-if [ "$status" != 0 ] || ! grep -q '^[0-9]* passed, 0 failed$' "$work/run.txt"; then
+if [ "$status" != 0 ] || ! grep -q '^[1-9][0-9]* passed, 0 failed$' "$work/run.txt"; then
     echo "firmware checks failed"
     exit 1
 fi
@@ -100,7 +102,7 @@ timeout $QEMU_TIMEOUT "${QEMU[@]}" -kernel "$DEFMT_ELF" | defmt-print -e "$DEFMT
 status=${PIPESTATUS[0]}
 set -e
 echo "QEMU exit status: $status"
-if [ "$status" != 0 ] || ! grep -q '[0-9]* passed, 0 failed' "$work/defmt.txt"; then
+if [ "$status" != 0 ] || ! grep -q '[1-9][0-9]* passed, 0 failed' "$work/defmt.txt"; then
     echo "defmt firmware checks failed"
     exit 1
 fi
@@ -172,7 +174,10 @@ for part in calls_3d calls_general; do
     printf '  %-14s .text %6s bytes (all it reaches, shared code included)\n' "$part" \
         "$(awk '$1 == "closure_text_bytes" { print $2 }' "$work/$part.txt")"
 done
-if $NM "$ELF" | grep -Eq 'rem_pio2|[^a-z_](sinf|cosf|sin|cos)$'; then
+# Not `nm | grep -q`: under pipefail, grep's early exit can fail nm with SIGPIPE, and the
+# failed pipeline would read as "not linked".
+symbols=$($NM "$ELF")
+if grep -Eq 'rem_pio2|[^a-z_](sinf|cosf|sin|cos)$' <<<"$symbols"; then
     echo "CHECK FAIL   libm sin/cos or its argument reduction is linked"; fail=1
 else
     echo "check ok     no libm sinf/cosf and no rem_pio2 (large-argument reduction) in the image"
@@ -205,7 +210,7 @@ timeout $QEMU_TIMEOUT "${M0_QEMU[@]}" -kernel "$M0_ELF" | tee "$m0/run.txt"
 status=${PIPESTATUS[0]}
 set -e
 echo "QEMU exit status: $status"
-if [ "$status" != 0 ] || ! grep -q '^[0-9]* passed, 0 failed$' "$m0/run.txt"; then
+if [ "$status" != 0 ] || ! grep -q '^[1-9][0-9]* passed, 0 failed$' "$m0/run.txt"; then
     echo "Cortex-M0 firmware checks failed"
     exit 1
 fi

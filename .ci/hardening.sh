@@ -60,9 +60,23 @@ read -r -a FUZZ_BUILD <<<"${FUZZ_BUILD:---dev}"
 # Miri interprets on one core; the fuzz build compiles beside it, in the background, instead
 # of after it (3–5 minutes of CI's wall time). Its output is printed when it is waited for.
 scratch="$(mktemp -d)"
-(cd fuzz && cargo +nightly fuzz build "${FUZZ_BUILD[@]}") >"$scratch/fuzz-build.log" 2>&1 &
+fuzz_build=
+# On any exit, a fuzz build still running is stopped (it would hold both cores and fuzz/'s
+# target directory after a failed Miri step).
+trap '[ -z "$fuzz_build" ] || kill "$fuzz_build" 2>/dev/null || true; rm -rf "$scratch"' EXIT
+(cd fuzz && exec cargo +nightly fuzz build "${FUZZ_BUILD[@]}") >"$scratch/fuzz-build.log" 2>&1 &
 fuzz_build=$!
-trap 'rm -rf "$scratch"' EXIT
+
+# A test run with a name filter, which fails when the filter matched no test (after a rename,
+# the run would otherwise pass having tested nothing).
+filtered() {
+    local out
+    out=$("$@" 2>&1 | tee /dev/stderr)
+    if ! grep -Eq '^running [1-9][0-9]* tests?$' <<<"$out"; then
+        echo "the test filter matched no test: $*"
+        return 1
+    fi
+}
 
 # Miri is ~1000x slower than native: these tests shrink their shapes under cfg(miri).
 MIRI_TESTS=(--features std --lib --test errors --test backends)
@@ -89,10 +103,10 @@ if [[ "$(uname -m)" == x86_64 ]]; then
     step "miri: the element conversions (AVX2 bf16 / i16 / i8, the staging), tests/elements.rs"
     # The bit-pattern test reaches every conversion path; the others are too slow under Miri.
     CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="-C target-feature=+avx2,+fma" \
-        cargo +nightly miri test --features std --test elements -- every_bit_pattern element_errors
+        filtered cargo +nightly miri test --features std --test elements -- every_bit_pattern element_errors
     step "miri: the Q15 integer vector loop (AVX2 vpmaddwd), tests/q15.rs on small shapes"
     CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="-C target-feature=+avx2,+fma" \
-        cargo +nightly miri test --features std --test q15 -- small_rotations
+        filtered cargo +nightly miri test --features std --test q15 -- small_rotations
     step "miri: + avx512 backend, RUSTFLAGS='-C target-feature=+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx2,+fma'"
     CARGO_TARGET_DIR=target/miri-avx512 \
         RUSTFLAGS="-C target-feature=+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx2,+fma" \
@@ -103,13 +117,22 @@ fi
 
 step "fuzz: build every target (started beside Miri: the wait for it)"
 if ! wait "$fuzz_build"; then
+    fuzz_build=
     cat "$scratch/fuzz-build.log"
     echo "fuzz build failed"
     exit 1
 fi
+fuzz_build=
 tail -n 3 "$scratch/fuzz-build.log"
 cd fuzz
-for target in $(cargo +nightly fuzz list); do
+# Not `for target in $(cargo fuzz list)`: a failed or empty list would fuzz nothing and pass.
+listed=$(cargo +nightly fuzz list)
+mapfile -t targets <<<"$listed"
+if [ "${#targets[@]}" != "$(grep -c '^\[\[bin\]\]' Cargo.toml)" ]; then
+    echo "fuzz targets listed (${targets[*]}) are not the [[bin]]s of fuzz/Cargo.toml"
+    exit 1
+fi
+for target in "${targets[@]}"; do
     step "fuzz: $target for ${FUZZ_SECONDS}s (-max_len=$FUZZ_MAX_LEN), seeds fuzz/corpus/$target"
     mkdir -p "$scratch/$target" "corpus/$target"
     cargo +nightly fuzz run "${FUZZ_BUILD[@]}" "$target" "$scratch/$target" "corpus/$target" -- \

@@ -14,9 +14,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v llvm-mca-19 >/dev/null; then
-    apt-get -o DPkg::Lock::Timeout=300 update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq llvm-19
+need=()
+command -v llvm-mca-19 >/dev/null || need+=(llvm-19)
+command -v python3 >/dev/null || need+=(python3)
+if [ ${#need[@]} -gt 0 ]; then
+    sudo=(); [ "$(id -u)" = 0 ] || sudo=(sudo)
+    "${sudo[@]}" apt-get -o DPkg::Lock::Timeout=300 update -qq
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get -o DPkg::Lock::Timeout=300 install -y -qq "${need[@]}"
 fi
 rustup target add aarch64-unknown-linux-gnu thumbv7em-none-eabihf
 

@@ -72,6 +72,11 @@ impl Score {
     }
 }
 
+/// The larger error, NaN the largest (`f64::max` drops a NaN: a NaN output would pass).
+fn worst(a: f64, b: f64) -> f64 {
+    if b.is_nan() || b > a { b } else { a }
+}
+
 impl fmt::Display for Score {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -271,10 +276,9 @@ impl Case {
             let bound = REF_BASE + REF_SLOPE * c * a;
             for i in range {
                 let ours = f64::from(out[i]);
-                score.f64_error = score.f64_error.max((ours - self.expected_f64[i]).abs());
-                score.ref_ratio = score
-                    .ref_ratio
-                    .max((ours - self.expected_ref[i]).abs() / bound);
+                score.f64_error = worst(score.f64_error, (ours - self.expected_f64[i]).abs());
+                score.ref_ratio =
+                    worst(score.ref_ratio, (ours - self.expected_ref[i]).abs() / bound);
             }
         }
         score
@@ -505,7 +509,7 @@ fn legacy(case: &Case, spec: &Value, kind: &str) -> Result<Report, String> {
                     .iter()
                     .zip(&case.expected_ref)
                     .map(|(&o, &r)| (f64::from(o) - r).abs())
-                    .fold(0.0, f64::max),
+                    .fold(0.0, worst),
             );
             rotate_listed(case, &rope)?
         }
