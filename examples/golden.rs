@@ -775,6 +775,7 @@ fn preset_pairs(case: &Case, spec: &Value) -> Result<Option<(String, Vec<f32>)>,
                         scaling: HfScaling::LongRope {
                             short_factor: &short,
                             long_factor: &long,
+                            factor: number(preset, "factor").ok(),
                             original_max_position_embeddings: original().ok(),
                             attention_factor: number(preset, "attention_factor").ok(),
                         },

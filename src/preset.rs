@@ -547,13 +547,17 @@ pub enum HfScaling<'f> {
     },
     /// `longrope`: `inv_freq_k / ext_factor_k` with the long factors when the sequence is
     /// longer than `original_max_position_embeddings`, else the short ones; attention
-    /// factor `sqrt(1 + ln(s) / ln(original))` with `s = max_position_embeddings / original`
-    /// (or `attention_factor` when given).
+    /// factor `attention_factor` when given, else 1 for `s ≤ 1` and
+    /// `sqrt(1 + ln(s) / ln(original))` above, with `s = factor` when given, else
+    /// `max_position_embeddings / original` (Phi-3's configs) — transformers' rule since
+    /// `rope_parameters` (earlier releases took the ratio even when `factor` was given).
     LongRope {
         /// `short_factor`, one per pair.
         short_factor: &'f [f64],
         /// `long_factor`, one per pair.
         long_factor: &'f [f64],
+        /// `factor`, if given.
+        factor: Option<f64>,
         /// `original_max_position_embeddings` (`max_position_embeddings` when absent).
         original_max_position_embeddings: Option<usize>,
         /// `attention_factor`, if given.
@@ -726,17 +730,29 @@ impl HfRope<'_> {
                 };
             }
             HfScaling::LongRope {
+                factor,
                 original_max_position_embeddings,
                 attention_factor,
                 ..
             } => {
                 let original =
                     original_max_position_embeddings.unwrap_or(self.max_position_embeddings) as f64;
-                let factor = max_pos / positive(original)?;
+                let ratio = max_pos / positive(original)?;
                 attention = match attention_factor {
                     Some(a) => a,
-                    None if factor <= 1.0 => 1.0,
-                    None => sqrt(1.0 + ln(factor)? / ln(original)?),
+                    None => {
+                        // A given `factor` must be positive and finite (it is then a log's
+                        // argument); it is not read when `attention_factor` is given.
+                        let factor = match factor {
+                            Some(f) => positive(f)?,
+                            None => ratio,
+                        };
+                        if factor <= 1.0 {
+                            1.0
+                        } else {
+                            sqrt(1.0 + ln(factor)? / ln(original)?)
+                        }
+                    }
                 };
             }
             _ => {}

@@ -413,6 +413,7 @@ fn hf_errors() {
         scaling: HfScaling::LongRope {
             short_factor: &short,
             long_factor: &short,
+            factor: None,
             original_max_position_embeddings: None,
             attention_factor: None,
         },
@@ -637,4 +638,52 @@ fn arithmetic_at_the_type_limits() {
             .is_err()
     );
     assert!(untouched(&x));
+}
+
+/// `longrope`'s attention factor follows transformers' `rope_parameters` rule: `factor` when
+/// given, else `max_position_embeddings / original`; a given `attention_factor` wins, and
+/// then `factor` is not read.
+#[test]
+fn longrope_attention_factor() {
+    let factors = [1.0; 32];
+    let hf = |factor, original, attention_factor| HfRope {
+        rope_theta: 10_000.0,
+        head_dim: 64,
+        partial_rotary_factor: 1.0,
+        max_position_embeddings: 131_072,
+        layout: Layout::Half,
+        scaling: HfScaling::LongRope {
+            short_factor: &factors,
+            long_factor: &factors,
+            factor,
+            original_max_position_embeddings: original,
+            attention_factor,
+        },
+    };
+    let mscale = |rope: HfRope<'_>| rope.spec(16, &mut [0f64; 32]).map(|spec| spec.mscale);
+    let expected = |s: f64, original: f64| (1.0 + s.ln() / original.ln()).sqrt() as f32;
+    // Phi-3: no `factor`, the ratio 131 072 / 4 096 = 32.
+    assert_eq!(
+        mscale(hf(None, Some(4096), None)),
+        Ok(expected(32.0, 4096.0))
+    );
+    // `factor` given: it, not the ratio.
+    assert_eq!(
+        mscale(hf(Some(8.0), Some(4096), None)),
+        Ok(expected(8.0, 4096.0))
+    );
+    // No `original`: the ratio is 1, `factor` alone scales.
+    assert_eq!(mscale(hf(None, None, None)), Ok(1.0));
+    assert_eq!(
+        mscale(hf(Some(32.0), None, None)),
+        Ok(expected(32.0, 131_072.0))
+    );
+    // `attention_factor` wins; an invalid `factor` is then not read.
+    assert_eq!(mscale(hf(Some(0.0), None, Some(1.25))), Ok(1.25));
+    for bad in [0.0, -2.0, f64::NAN, f64::INFINITY] {
+        assert_eq!(
+            mscale(hf(Some(bad), None, None)),
+            Err(Error::InvalidFrequency)
+        );
+    }
 }

@@ -2102,6 +2102,7 @@ fn hf_rope(u: &mut Unstructured<'_>, backend: Backend) -> Result<()> {
         _ => HfScaling::LongRope {
             short_factor: &short,
             long_factor: &long,
+            factor: optional(u, &[32.0, 4.0, 1.0, 0.5, 0.0])?,
             original_max_position_embeddings: original(u)?,
             attention_factor: optional(u, &[1.0, 1.19])?,
         },
@@ -2151,8 +2152,9 @@ fn hf_rope(u: &mut Unstructured<'_>, backend: Backend) -> Result<()> {
         HfScaling::LongRope {
             short_factor,
             long_factor,
+            factor,
             original_max_position_embeddings,
-            ..
+            attention_factor,
         } => {
             let original = original_max_position_embeddings.unwrap_or(hf.max_position_embeddings);
             let chosen = if seq_len > original {
@@ -2167,6 +2169,9 @@ fn hf_rope(u: &mut Unstructured<'_>, backend: Backend) -> Result<()> {
                 });
             }
             if original == 0 {
+                expect.breaks(Error::InvalidFrequency);
+            }
+            if factor.is_some_and(|f| f <= 0.0) && attention_factor.is_none() {
                 expect.breaks(Error::InvalidFrequency);
             }
         }
