@@ -14,7 +14,10 @@ pub enum Error {
     InvalidBase,
     /// `freq_scale` is NaN, infinite, not positive, or ≥ 2³² radians per unit.
     InvalidFreqScale,
-    /// A learned RoPE-Mixed frequency is NaN, infinite or ≥ 2³² radians per unit.
+    /// A frequency is NaN, infinite or ≥ 2³² radians per unit — a learned RoPE-Mixed one, one
+    /// of [`Freqs::Explicit`](crate::Freqs::Explicit), or one [`HfRope`](crate::preset::HfRope)
+    /// computes — or an `HfRope` parameter is invalid (a `factor` or original context length
+    /// that is not positive and finite, for example).
     InvalidFrequency,
     /// The plan rotates no pairs, or more pairs than fit a head (`2 · pairs > head_dim`).
     RotaryDim {
@@ -35,7 +38,8 @@ pub enum Error {
     PlanMismatch,
     /// `mscale` is NaN, infinite or not positive.
     InvalidMscale,
-    /// A table with a zero extent on an axis.
+    /// A table with a zero extent on an axis, or a [`Piece::Windows`](crate::Piece::Windows)
+    /// with a zero window.
     EmptyTable,
     /// [`Coords::Rescale`](crate::Coords::Rescale) with a zero reference extent.
     InvalidRefGrid,
@@ -130,7 +134,7 @@ impl fmt::Display for Error {
                 f.write_str("frequency scale must be finite, positive and below 2^32")
             }
             Self::InvalidFrequency => {
-                f.write_str("learned frequency must be finite and below 2^32 in magnitude")
+                f.write_str("frequency (or RoPE scaling parameter) must be finite and below 2^32 in magnitude")
             }
             Self::RotaryDim { pairs, head_dim } => {
                 write!(
@@ -145,7 +149,9 @@ impl fmt::Display for Error {
                 f.write_str("learned frequencies go with the summed plan, and only with it")
             }
             Self::InvalidMscale => f.write_str("mscale must be finite and positive"),
-            Self::EmptyTable => f.write_str("table must have a non-zero extent on every axis"),
+            Self::EmptyTable => {
+                f.write_str("table must have a non-zero extent on every axis (and windows a non-zero size)")
+            }
             Self::InvalidRefGrid => f.write_str("reference extents must be non-zero"),
             Self::StorageLength { expected, actual } => {
                 write!(f, "table storage holds {actual} entries, needs {expected}")

@@ -138,7 +138,9 @@ pub const fn qwen2_vl_vision(head_dim: usize, theta: f64) -> Spec<'static, 2> {
 }
 
 /// The Qwen2-VL vision tower's token order for an image or video of `grid_thw` patches:
-/// `spatial_merge_size × spatial_merge_size` windows, once per frame.
+/// `spatial_merge_size × spatial_merge_size` windows, once per frame. Not Qwen2.5-VL's, which
+/// groups these windows again into windows of 8×8 patches (`window_index`): for it, pass the
+/// positions in that order as an explicit `&[[u32; 2]]` list.
 pub const fn qwen2_vl_vision_positions(
     grid_thw: [usize; 3],
     spatial_merge_size: usize,
@@ -309,7 +311,8 @@ pub const fn hunyuan_video(rope_dim: [usize; 3], theta: f64) -> Spec<'static, 3>
 }
 
 /// CogVideoX (diffusers `get_3d_rotary_pos_embed`, `grid_type='linspace'`): `[frame, row,
-/// col]`, sections of `d/4`, `3d/8`, `3d/8` elements, interleaved, `theta` (10 000); rows and
+/// col]`, sections of `d/4`, `3d/8`, `3d/8` elements (`head_dim` a multiple of 8, as diffusers'
+/// `d // 8 * 3` sections need to fill the head), interleaved, `theta` (10 000); rows and
 /// columns of a `grid` (`[frames, rows, cols]`) at torch's `linspace(crop_start,
 /// crop_stop·(n − 1)/n, n)` in `f32` with `crops = [[top, left], [bottom, right]]`
 /// ([`cogvideox_crops`] computes them as the pipeline does). Tables over extents `grid`.
@@ -512,9 +515,11 @@ pub enum HfScaling<'f> {
         factor: f64,
     },
     /// `yarn`: a per-frequency blend of interpolation and extrapolation between the
-    /// correction dims of `beta_fast` and `beta_slow`, attention factor
-    /// `0.1 · mscale · ln(factor) + 1` (or the ratio of `mscale` to `mscale_all_dim`, or
-    /// `attention_factor` when given).
+    /// correction dims of `beta_fast` and `beta_slow`; attention factor `attention_factor`
+    /// when given, else `get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim)`
+    /// when both are given and non-zero, else `get_mscale(factor, 1)` (`mscale` alone is not
+    /// read, as in transformers), with `get_mscale(s, m) = 0.1 · m · ln(s) + 1` (1 for
+    /// `s ≤ 1`).
     Yarn {
         /// `factor`.
         factor: f64,

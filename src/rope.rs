@@ -442,7 +442,9 @@ impl<const A: usize, S: Source<A>> Rope<A, S> {
     /// buffer must hold `prefix` plus as many tokens as the positions describe; a bare
     /// [`Run`](crate::Run) takes all of them), [`Error::PositionOutOfRange`] (a coordinate
     /// past a table's extent, or past `u32::MAX`), [`Error::HeadCount`] (RoPE-Mixed),
-    /// [`Error::InvalidScales`], [`Error::ShapeOverflow`] (also: a requantised RoPE-Mixed
+    /// [`Error::EmptyTable`] (a [`Piece::Windows`](crate::Piece::Windows) with a zero window),
+    /// [`Error::InvalidScales`], [`Error::FixedPoint`] (a [`Q15Table`] on anything but `i16` /
+    /// `i8` at their own scale), [`Error::ShapeOverflow`] (also: a requantised RoPE-Mixed
     /// token of more than 4 096 values, 512 on bare metal — the staging buffer).
     pub fn rotate<E: Element, Po: Positions<A>>(
         &self,

@@ -532,6 +532,8 @@ fn errors_display_and_debug() {
         Error::ShapeOverflow,
         Error::BackendUnavailable,
         Error::TableCoords,
+        Error::InvalidScales,
+        Error::FixedPoint,
     ];
     for e in all {
         assert!(!e.to_string().is_empty() && !format!("{e:?}").is_empty());
