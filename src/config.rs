@@ -109,6 +109,8 @@ pub enum AnglePrecision {
     /// times `freq_scale` in `f32`; an explicit frequency rounded to `f32`), then
     /// `angle = fl(f32(coordinate) · frequency)`; only cos/sin of that `f32` angle is exact.
     /// Reproduces those models' outputs, including their drift from the exact rotation (about
-    /// 5e-5 below position 512, 1e-3 at 65 535).
+    /// 5e-5 below position 512, 1e-3 at 65 535), to within a few ulp rather than bit for bit:
+    /// here `f32(base^(e/n))` and the cos/sin are correctly rounded, where torch's `powf` and
+    /// `cosf` may be an ulp off (the golden files measure 4e-7 at most).
     Float32,
 }
