@@ -263,18 +263,26 @@ mod q15 {
     }
 
     /// Entries `i .. i + 8` of `angles` (32 bytes).
+    ///
+    /// # Safety
+    ///
+    /// The CPU supports AVX2.
     #[inline(always)]
-    fn entries(angles: &[[i16; 2]], i: usize) -> __m256i {
+    unsafe fn entries(angles: &[[i16; 2]], i: usize) -> __m256i {
         let e = &angles[i..i + 8];
-        // SAFETY: AVX2 (see `Avx2`); 8 entries, 32 bytes, readable at `e`.
+        // SAFETY: AVX2 (caller); 8 entries, 32 bytes, readable at `e`.
         unsafe { _mm256_loadu_si256(e.as_ptr().cast()) }
     }
 
     /// The weights of entries `e` (`[c, s]` per 32 bits) for `vpmaddwd`: `e` and its swap
     /// `[s, c]`, their halves negated by `vpsignw` with `signs`.
+    ///
+    /// # Safety
+    ///
+    /// The CPU supports AVX2.
     #[inline(always)]
-    fn weights(e: __m256i, signs: (__m256i, __m256i)) -> (__m256i, __m256i) {
-        // SAFETY: AVX2 (see `Avx2`).
+    unsafe fn weights(e: __m256i, signs: (__m256i, __m256i)) -> (__m256i, __m256i) {
+        // SAFETY: AVX2 (caller).
         unsafe {
             let swap = _mm256_setr_epi8(
                 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13, 2, 3, 0, 1, 6, 7, 4, 5, 10,
@@ -287,17 +295,25 @@ mod q15 {
     }
 
     /// `v / 2¹⁵` rounded to nearest, ties up, per 32-bit lane (the scalar `round_q15`).
+    ///
+    /// # Safety
+    ///
+    /// The CPU supports AVX2.
     #[inline(always)]
-    fn round(v: __m256i) -> __m256i {
-        // SAFETY: AVX2 (see `Avx2`).
+    unsafe fn round(v: __m256i) -> __m256i {
+        // SAFETY: AVX2 (caller).
         unsafe { _mm256_srai_epi32::<15>(_mm256_add_epi32(v, _mm256_set1_epi32(1 << 14))) }
     }
 
     /// The 16 values of `v` as 16 `i16` lanes (an `i8` sign-extended).
+    ///
+    /// # Safety
+    ///
+    /// The CPU supports AVX2; `v` holds 16 values.
     #[inline(always)]
-    fn load<V: Fixed>(v: &[V]) -> __m256i {
+    unsafe fn load<V: Fixed>(v: &[V]) -> __m256i {
         debug_assert_eq!(v.len(), 16);
-        // SAFETY: AVX2 (see `Avx2`); `V` is `i16` or `i8` (`Fixed`'s only types), 16 of
+        // SAFETY: AVX2 (caller); `V` is `i16` or `i8` (`Fixed`'s only types), 16 of
         // them readable at `v`.
         unsafe {
             if size_of::<V>() == 2 {
@@ -309,8 +325,12 @@ mod q15 {
     }
 
     /// Stores 16 `i16` lanes into `v`, saturated to `V`.
+    ///
+    /// # Safety
+    ///
+    /// The CPU supports AVX2; `v` holds 16 values.
     #[inline(always)]
-    fn store<V: Fixed>(v: &mut [V], r: __m256i) {
+    unsafe fn store<V: Fixed>(v: &mut [V], r: __m256i) {
         debug_assert_eq!(v.len(), 16);
         // SAFETY: as in `load`, 16 values writable at `v`.
         unsafe {
@@ -341,16 +361,24 @@ pub unsafe extern "C" fn rope2d_mca_avx2(x: *mut f32, a: *const f32, b: *const f
 
 /// `[v0 v1 v4 v5 | v2 v3 v6 v7]` → `[v0 … v7]` (a function, not a closure: a closure would
 /// not inline the intrinsic).
+///
+/// # Safety
+///
+/// The CPU supports AVX2.
 #[inline(always)]
-fn fix_lanes(v: __m256) -> __m256 {
-    // SAFETY: AVX2 (see `V`).
+unsafe fn fix_lanes(v: __m256) -> __m256 {
+    // SAFETY: AVX2 (caller).
     unsafe { _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(v))) }
 }
 
 /// Lanes `0 .. n` set: the mask of `vmaskmovps`.
+///
+/// # Safety
+///
+/// The CPU supports AVX2.
 #[inline(always)]
-fn first_lanes(n: usize) -> __m256i {
-    // SAFETY: AVX2 (see `V`).
+unsafe fn first_lanes(n: usize) -> __m256i {
+    // SAFETY: AVX2 (caller).
     unsafe {
         _mm256_cmpgt_epi32(
             _mm256_set1_epi32(n as i32),
@@ -559,9 +587,13 @@ unsafe impl<E: Element> Stored<E> for V {
 
 /// Eight floats rounded to bf16 as `half` rounds them (nearest-even on the top 16 bits; a
 /// NaN keeps its top bits and becomes quiet), packed into 8 × 16 bits in order.
+///
+/// # Safety
+///
+/// The CPU supports AVX2.
 #[inline(always)]
-fn bf16_bits(v: __m256) -> core::arch::x86_64::__m128i {
-    // SAFETY: AVX2 (see `V`).
+unsafe fn bf16_bits(v: __m256) -> core::arch::x86_64::__m128i {
+    // SAFETY: AVX2 (caller).
     unsafe {
         let x = _mm256_castps_si256(v);
         let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(x), _mm256_set1_epi32(1));
@@ -581,9 +613,13 @@ fn bf16_bits(v: __m256) -> core::arch::x86_64::__m128i {
 /// Eight floats rounded to bf16 as `half` rounds them, each in the high half of its lane (the
 /// low half is garbage): nearest-even by adding `0x7FFF` and the kept part's lowest bit; a
 /// NaN keeps its top bits with the quiet bit set.
+///
+/// # Safety
+///
+/// The CPU supports AVX2.
 #[inline(always)]
-fn bf16_rounded(v: __m256) -> __m256i {
-    // SAFETY: AVX2 (see `V`).
+unsafe fn bf16_rounded(v: __m256) -> __m256i {
+    // SAFETY: AVX2 (caller).
     unsafe {
         let x = _mm256_castps_si256(v);
         let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(x), _mm256_set1_epi32(1));
@@ -597,9 +633,13 @@ fn bf16_rounded(v: __m256) -> __m256i {
 /// `v` rounded to nearest-even integers, NaN lanes 0 and lanes above `hi` at `hi`; lanes below
 /// −2³¹ (−∞ among them) become −2³¹, which the saturating packs take to the type's minimum
 /// as the clamp of [`element::store`](crate::element::store) does.
+///
+/// # Safety
+///
+/// The CPU supports AVX2.
 #[inline(always)]
-fn rounded_below(v: __m256, hi: f32) -> __m256i {
-    // SAFETY: AVX (see `V`).
+unsafe fn rounded_below(v: __m256, hi: f32) -> __m256i {
+    // SAFETY: AVX (caller).
     unsafe {
         let v = _mm256_and_ps(v, _mm256_cmp_ps::<_CMP_ORD_Q>(v, v));
         // MXCSR's default rounding: nearest-even.

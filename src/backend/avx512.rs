@@ -436,9 +436,13 @@ const HIGH_HALF: i32 = 0xFFFF_0000_u32 as i32;
 /// Sixteen floats rounded to bf16 as `half` rounds them, each in the high half of its lane
 /// (the low half is garbage): nearest-even by adding `0x7FFF` and the kept part's lowest
 /// bit; a NaN keeps its top bits with the quiet bit set.
+///
+/// # Safety
+///
+/// The CPU supports AVX-512F.
 #[inline(always)]
-fn bf16_rounded(v: __m512) -> __m512i {
-    // SAFETY: AVX-512F (see `V`).
+unsafe fn bf16_rounded(v: __m512) -> __m512i {
+    // SAFETY: AVX-512F (caller).
     unsafe {
         let x = _mm512_castps_si512(v);
         let lsb = _mm512_and_si512(_mm512_srli_epi32::<16>(x), _mm512_set1_epi32(1));
@@ -450,17 +454,25 @@ fn bf16_rounded(v: __m512) -> __m512i {
 
 /// Whether a lane of `v` is subnormal: one `vfpclassps` (class 0x20, denormal). Only called
 /// by `V<true>`, which runs only in [`run_avx512_bf16`], on CPUs with AVX-512DQ.
+///
+/// # Safety
+///
+/// The CPU supports AVX-512F and AVX-512DQ.
 #[inline(always)]
-fn has_subnormal(v: __m512) -> bool {
-    // SAFETY: AVX-512DQ (see above).
+unsafe fn has_subnormal(v: __m512) -> bool {
+    // SAFETY: AVX-512F and AVX-512DQ (caller).
     unsafe { _mm512_fpclass_ps_mask::<0x20>(v) != 0 }
 }
 
 /// Sixteen floats rounded to bf16 as `half` rounds them (nearest-even on the top 16 bits; a
 /// NaN keeps its top bits and becomes quiet), one per 32-bit lane.
+///
+/// # Safety
+///
+/// The CPU supports AVX-512F.
 #[inline(always)]
-fn bf16_bits(v: __m512) -> __m512i {
-    // SAFETY: AVX-512F (see `V`).
+unsafe fn bf16_bits(v: __m512) -> __m512i {
+    // SAFETY: AVX-512F (caller).
     unsafe {
         let x = _mm512_castps_si512(v);
         let lsb = _mm512_and_si512(_mm512_srli_epi32::<16>(x), _mm512_set1_epi32(1));
@@ -478,9 +490,13 @@ fn bf16_bits(v: __m512) -> __m512i {
 /// as the clamp of [`element::store`](crate::element::store) does — one clamp, and the NaN
 /// mask folded into the conversion (measured on an AMD EPYC Zen 4: an `i8` rotation loop
 /// 2.11 → 1.62 ns per 16 values against clamping both ends and narrowing by truncation).
+///
+/// # Safety
+///
+/// The CPU supports AVX-512F.
 #[inline(always)]
-fn rounded_below(v: __m512, hi: f32) -> __m512i {
-    // SAFETY: AVX-512F (see `V`).
+unsafe fn rounded_below(v: __m512, hi: f32) -> __m512i {
+    // SAFETY: AVX-512F (caller).
     unsafe {
         let ordered = _mm512_cmp_ps_mask::<_CMP_ORD_Q>(v, v);
         // MXCSR's default rounding: nearest-even.

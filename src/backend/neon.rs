@@ -16,8 +16,8 @@
 //! within an ulp of overflow.
 
 use core::arch::aarch64::{
-    float32x4_t, uint32x4_t, vaddq_f32, vdupq_n_f32, vfmaq_f32, vld1q_f32, vmulq_f32,
-    vnegq_f32, vrev64q_f32, vst1q_f32, vtrn1q_f32, vtrn2q_f32, vuzp1q_f32, vuzp2q_f32,
+    float32x4_t, uint32x4_t, vaddq_f32, vdupq_n_f32, vfmaq_f32, vld1q_f32, vmulq_f32, vnegq_f32,
+    vrev64q_f32, vst1q_f32, vtrn1q_f32, vtrn2q_f32, vuzp1q_f32, vuzp2q_f32,
 };
 
 use core::arch::aarch64::{
@@ -176,8 +176,12 @@ unsafe impl<E: Element> Stored<E> for V {
 /// Four floats rounded to bf16 as `half` rounds them, each in the high half of its lane (the
 /// low half is garbage): nearest-even by adding `0x7FFF` and the kept part's lowest bit; a
 /// NaN keeps its top bits with the quiet bit set.
+///
+/// # Safety
+///
+/// The CPU supports NEON.
 #[inline(always)]
-fn bf16_rounded(v: float32x4_t) -> uint32x4_t {
+unsafe fn bf16_rounded(v: float32x4_t) -> uint32x4_t {
     // SAFETY: NEON (see `V`).
     unsafe {
         let x = vreinterpretq_u32_f32(v);
@@ -193,8 +197,12 @@ fn bf16_rounded(v: float32x4_t) -> uint32x4_t {
 
 /// bf16 bits of four floats: `half`'s rounding (nearest-even on the top 16 bits; a NaN keeps
 /// its top bits and becomes quiet).
+///
+/// # Safety
+///
+/// The CPU supports NEON.
 #[inline(always)]
-fn bf16_bits(v: float32x4_t) -> uint16x4_t {
+unsafe fn bf16_bits(v: float32x4_t) -> uint16x4_t {
     // SAFETY: NEON (see `V`).
     unsafe {
         let x = vreinterpretq_u32_f32(v);
@@ -291,16 +299,22 @@ mod q15 {
                 match pairing.layout {
                     Layout::Interleaved => {
                         let v = &mut head[2 * p..2 * p + 16];
-                        let (a, b) = load_pairs(v);
-                        let (a, b) = rotate(a, b, c, s);
-                        store_pairs(v, a, b);
+                        // SAFETY: NEON (caller); `v` holds 16 values (sliced).
+                        unsafe {
+                            let (a, b) = load_pairs(v);
+                            let (a, b) = rotate(a, b, c, s);
+                            store_pairs(v, a, b);
+                        }
                     }
                     Layout::Half => {
                         let (lo, hi) = head.split_at_mut(rotary);
                         let (va, vb) = (&mut lo[p..p + 8], &mut hi[p..p + 8]);
-                        let (a, b) = rotate(load(va), load(vb), c, s);
-                        store(va, a);
-                        store(vb, b);
+                        // SAFETY: NEON (caller); `va` and `vb` hold 8 values each (sliced).
+                        unsafe {
+                            let (a, b) = rotate(load(va), load(vb), c, s);
+                            store(va, a);
+                            store(vb, b);
+                        }
                     }
                 }
             }
@@ -310,9 +324,18 @@ mod q15 {
 
     /// Eight pairs rotated: `round((a·c − b·s) / 2¹⁵)` and `round((a·s + b·c) / 2¹⁵)`, ties
     /// up, saturated to `i16` (products and sums exact in 32 bits).
+    ///
+    /// # Safety
+    ///
+    /// The CPU supports NEON.
     #[inline(always)]
-    fn rotate(a: int16x8_t, b: int16x8_t, c: int16x8_t, s: int16x8_t) -> (int16x8_t, int16x8_t) {
-        // SAFETY: NEON (see `Neon`).
+    unsafe fn rotate(
+        a: int16x8_t,
+        b: int16x8_t,
+        c: int16x8_t,
+        s: int16x8_t,
+    ) -> (int16x8_t, int16x8_t) {
+        // SAFETY: NEON (caller).
         unsafe {
             let (al, bl) = (vget_low_s16(a), vget_low_s16(b));
             let (cl, sl) = (vget_low_s16(c), vget_low_s16(s));
@@ -328,10 +351,14 @@ mod q15 {
     }
 
     /// Eight interleaved pairs of `v` (16 values) as their `a` and `b` lanes, widened to `i16`.
+    ///
+    /// # Safety
+    ///
+    /// The CPU supports NEON; `v` holds 16 values.
     #[inline(always)]
-    fn load_pairs<V: Fixed>(v: &[V]) -> (int16x8_t, int16x8_t) {
+    unsafe fn load_pairs<V: Fixed>(v: &[V]) -> (int16x8_t, int16x8_t) {
         debug_assert_eq!(v.len(), 16);
-        // SAFETY: NEON (see `Neon`); `V` is `i16` or `i8` (`Fixed`'s only types), 16 of them
+        // SAFETY: NEON (caller); `V` is `i16` or `i8` (`Fixed`'s only types), 16 of them
         // readable at `v`.
         unsafe {
             if size_of::<V>() == 2 {
@@ -345,8 +372,12 @@ mod q15 {
     }
 
     /// Stores eight pairs interleaved into `v` (16 values), saturated to `V`.
+    ///
+    /// # Safety
+    ///
+    /// The CPU supports NEON; `v` holds 16 values.
     #[inline(always)]
-    fn store_pairs<V: Fixed>(v: &mut [V], a: int16x8_t, b: int16x8_t) {
+    unsafe fn store_pairs<V: Fixed>(v: &mut [V], a: int16x8_t, b: int16x8_t) {
         debug_assert_eq!(v.len(), 16);
         // SAFETY: as in `load_pairs`, 16 values writable at `v`.
         unsafe {
@@ -362,8 +393,12 @@ mod q15 {
     }
 
     /// Eight values of `v`, widened to `i16`.
+    ///
+    /// # Safety
+    ///
+    /// The CPU supports NEON; `v` holds 8 values.
     #[inline(always)]
-    fn load<V: Fixed>(v: &[V]) -> int16x8_t {
+    unsafe fn load<V: Fixed>(v: &[V]) -> int16x8_t {
         debug_assert_eq!(v.len(), 8);
         // SAFETY: as in `load_pairs`, 8 values readable at `v`.
         unsafe {
@@ -376,8 +411,12 @@ mod q15 {
     }
 
     /// Stores eight values into `v`, saturated to `V`.
+    ///
+    /// # Safety
+    ///
+    /// The CPU supports NEON; `v` holds 8 values.
     #[inline(always)]
-    fn store<V: Fixed>(v: &mut [V], r: int16x8_t) {
+    unsafe fn store<V: Fixed>(v: &mut [V], r: int16x8_t) {
         debug_assert_eq!(v.len(), 8);
         // SAFETY: as in `load_pairs`, 8 values writable at `v`.
         unsafe {

@@ -50,6 +50,10 @@ pub(super) const ROW_PAIRS: usize = 512;
 pub(super) struct Row {
     a: [MaybeUninit<f32>; ROW_FLOATS],
     b: [MaybeUninit<f32>; ROW_FLOATS],
+    /// The pairs [`RowBuffer::init`](super::RowBuffer::init) initialised (their floats and a
+    /// vector of padding): what the loops check before reading, so that no safe caller can
+    /// make them read uninitialised floats.
+    pairs: usize,
 }
 
 /// Floats of each row array: two per pair, and a vector's worth of padding.
@@ -61,12 +65,13 @@ impl super::RowBuffer for Row {
         // SAFETY: every field of `Row` is an array of `MaybeUninit<f32>`, for which any
         // bytes, initialised or not, are a valid value.
         let row = unsafe { slot.assume_init_mut() };
-        let used = (2 * pairs + 16).min(ROW_FLOATS);
+        let pairs = pairs.min(ROW_PAIRS);
         for array in [&mut row.a, &mut row.b] {
-            for v in array.iter_mut().take(used) {
+            for v in array.iter_mut().take(2 * pairs + 16) {
                 v.write(0.0);
             }
         }
+        row.pairs = pairs;
         row
     }
 }
@@ -1349,7 +1354,14 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn rotate_row(x: &mut [E], head_dim: usize, pairing: Pairing, row: &Row) {
         let pairs = pairing.pairs.min(head_dim / 2).min(ROW_PAIRS);
-        if head_dim == 0 {
+        // The engine initialises the row for every pair it rotates; a row initialised for
+        // fewer is a bug there, not undefined behaviour here.
+        debug_assert!(
+            pairs <= row.pairs,
+            "row initialised for {} of {pairs} pairs",
+            row.pairs
+        );
+        if head_dim == 0 || pairs > row.pairs {
             return;
         }
         let (a, b) = (row.a.as_ptr().cast(), row.b.as_ptr().cast());
@@ -1361,7 +1373,7 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
             split: (a, b),
         };
         // SAFETY: as in `prepare`; `pairs ≤ ROW_PAIRS`, `2·pairs ≤ head_dim`; the row's
-        // first `2·pairs` floats and a vector of padding are initialised.
+        // first `2·pairs` floats and a vector of padding are initialised (`row.pairs`).
         unsafe { rotate::<V, E>(x, head_dim, Form::of::<E>(pairing.layout), pairs, angles) }
     }
 
@@ -1387,17 +1399,19 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
     ) -> bool {
         let pairs = pairing.pairs.min(head_dim / 2).min(ROW_PAIRS);
         let end = first + len;
-        // `tokens · len ≤ ROW_PAIRS` for the line's `tokens = line.len() / token_len`, checked
-        // without a division (one per line otherwise): `line.len() · len ≤ ROW_PAIRS ·
-        // token_len` implies it, and is the same condition for a line of whole tokens.
+        // `tokens · len ≤ table.pairs` (the pairs the table initialised) for the line's
+        // `tokens = line.len() / token_len`, checked without a division (one per line
+        // otherwise): `line.len() · len ≤ table.pairs · token_len` implies it, and is the same
+        // condition for a line of whole tokens.
         let fits = line.len().checked_mul(len).is_some_and(|n| {
             token_len
-                .checked_mul(ROW_PAIRS)
+                .checked_mul(table.pairs)
                 .is_none_or(|limit| n <= limit)
         });
         if head_dim == 0
             || token_len == 0
             || end > pairs
+            || pairs > row.pairs
             || !fits
             || !Self::splits(pairing, first, len)
         {
@@ -1430,8 +1444,8 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
                     // SAFETY: the instruction set is available (`Simd<V>` only runs inside
                     // its arch file's `run`); the heads are exactly `n` vectors; the row's
                     // first `2·pairs` floats and the table's first `2·tokens·len` (and a
-                    // vector of padding each) are initialised; `first` and `end` are
-                    // multiples of a vector (`splits`).
+                    // vector of padding each) are initialised (`row.pairs`, `fits`); `first`
+                    // and `end` are multiples of a vector (`splits`).
                     $(Some($n) => unsafe {
                         let line_len = line.len();
                         line_in_registers::<V, E, $n>(
@@ -1476,14 +1490,14 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         // As in `rotate_line_split`: a line's tokens fit the table.
         let fits = line_len.checked_mul(len).is_some_and(|n| {
             token_len
-                .checked_mul(ROW_PAIRS)
+                .checked_mul(table.pairs)
                 .is_none_or(|limit| n <= limit)
         });
         let form = Form::of::<E>(pairing.layout);
         let layout = form.row();
         // At most `lines` lines are rotated: the rows table holds no more.
         let whole = lines.checked_mul(line_len).map(|n| n.min(x.len()));
-        let (Some(whole), true) = (whole, lines.saturating_mul(row_len) <= ROW_PAIRS) else {
+        let (Some(whole), true) = (whole, lines.saturating_mul(row_len) <= rows.pairs) else {
             return false;
         };
         if token_len == 0
@@ -1526,8 +1540,9 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
                     // its arch file's `run`); the heads are exactly `n` vectors; every vector
                     // of a head lies in one of the two sections (`covers`), on whole vectors
                     // (`splits`); the rows table's first `2·lines·row_len` floats and the
-                    // table's first `2·tokens·len` are initialised, and at most `lines` lines
-                    // of at most `ROW_PAIRS / len` tokens are rotated.
+                    // table's first `2·tokens·len` are initialised (`rows.pairs`, `fits`),
+                    // and at most `lines` lines of at most `table.pairs / len` tokens are
+                    // rotated.
                     $(Some($n) => unsafe {
                         line_in_registers::<V, E, $n>(
                             x, line_len, token_len, head_dim, form, row0, row_step,
