@@ -129,8 +129,10 @@ fn detect() -> u8 {
             features |= F16C;
         }
     }
+    // `--cfg rope2d_flip_wide_interleaved` inverts the choice, so that CI tests the other
+    // vendor's form beyond L2 too (Intel's on an AMD machine, and the other way round).
     let zen4_or_later = cpu_id().is_some_and(|c| &c.vendor == b"AuthenticAMD" && c.family >= 0x19);
-    if features & AVX512F != 0 && zen4_or_later {
+    if features & AVX512F != 0 && zen4_or_later != cfg!(rope2d_flip_wide_interleaved) {
         features |= WIDE_INTERLEAVED;
     }
     features
@@ -233,7 +235,8 @@ mod tests {
         assert_eq!(f & F16C != 0, std_f16c);
         // The Zen 4 form: AMD family 0x19 and later with AVX-512, never another CPU.
         let zen4 = cpu_id().is_some_and(|c| &c.vendor == b"AuthenticAMD" && c.family >= 0x19);
-        assert_eq!(f & WIDE_INTERLEAVED != 0, std_avx512 && zen4);
+        let wide = zen4 != cfg!(rope2d_flip_wide_interleaved);
+        assert_eq!(f & WIDE_INTERLEAVED != 0, std_avx512 && wide);
         // Cached: the same answer again.
         assert_eq!(features(), f);
     }
