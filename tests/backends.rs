@@ -93,7 +93,8 @@ impl Pairing {
         let j = i % self.d;
         match self.layout {
             _ if j >= 2 * self.pairs => i,
-            Layout::Interleaved => i ^ 1,
+            // Within the head: an odd head dim starts every other head at an odd index.
+            Layout::Interleaved => i - j + (j ^ 1),
             Layout::Half if j < self.pairs => i + self.pairs,
             Layout::Half => i - self.pairs,
         }
@@ -432,7 +433,9 @@ fn one_d_runs_lists_and_partial_rotary() {
     let tokens = miri_or(37, 5);
     for layout in LAYOUTS {
         let dims = dims2();
-        let dims = miri_or(dims.clone(), dims[miri_pick(layout, 0, 1)..][..2].to_vec());
+        let mut dims = miri_or(dims.clone(), dims[miri_pick(layout, 0, 1)..][..2].to_vec());
+        // Odd head dims (the last element unrotated; every other head starts at an odd index).
+        dims.extend(miri_or(&[3, 5, 9, 13, 33, 65, 129][..], &[9][..]));
         for d in dims {
             for rotary in miri_or(vec![d, (d / 4) & !1, (d / 2) & !1], vec![d, (d / 2) & !1]) {
                 if rotary == 0 {
