@@ -237,6 +237,29 @@ fn rotation_errors_leave_buffers_untouched() {
         assert_eq!(table.rotate(&mut x, shape, grid, FWD), Err(error));
         assert!(untouched(&x), "{error:?}");
     }
+    // A bare run takes every token after the prefix: a prefix longer than the buffer is
+    // refused, one as long leaves nothing to rotate.
+    let run = rope2d::Run::from([0, 0]);
+    let mut x = buffer(3 * token);
+    assert_eq!(
+        table.rotate(&mut x, Shape::heads(2).with_prefix(4), run, FWD),
+        Err(Error::TokenCount {
+            expected: 4,
+            actual: 3
+        })
+    );
+    assert!(untouched(&x));
+    assert_eq!(
+        table.rotate(&mut x, Shape::heads(2).with_prefix(3), run, FWD),
+        Ok(())
+    );
+    assert!(untouched(&x));
+    // A token length past `usize::MAX`.
+    assert_eq!(
+        table.rotate(&mut x, Shape::heads(usize::MAX / 8), grid, FWD),
+        Err(Error::ShapeOverflow)
+    );
+    assert!(untouched(&x));
     // Positions outside the table: a larger grid, a list, a run, pieces.
     let mut x = buffer(15 * token);
     assert_eq!(
