@@ -18,7 +18,10 @@ for needed in src/lib.rs build.rs README.md CHANGELOG.md; do
 done
 # --allow-dirty: the check runs inside the test suite, where build outputs may exist.
 cargo publish --dry-run -p rope2d --allow-dirty
-crate=$(find "$CARGO_TARGET_DIR/package" -name "rope2d-*.crate" | head -1)
+# The crate of this version (an older version's may be left in the target directory).
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+crate=$(find "$CARGO_TARGET_DIR/package" -name "rope2d-$version.crate" | head -1)
+[ -n "$crate" ] || { echo "no rope2d-$version.crate under $CARGO_TARGET_DIR/package"; exit 1; }
 bytes=$(stat -c %s "$crate")
 echo "$crate: $bytes bytes (limit $MAX_CRATE_BYTES)"
 [ "$bytes" -le "$MAX_CRATE_BYTES" ] || { echo "the .crate is larger than $MAX_CRATE_BYTES bytes"; exit 1; }
