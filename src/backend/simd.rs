@@ -1353,15 +1353,12 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn rotate_row(x: &mut [E], head_dim: usize, pairing: Pairing, row: &Row) {
-        let pairs = pairing.pairs.min(head_dim / 2).min(ROW_PAIRS);
         // The engine initialises the row for every pair it rotates; a row initialised for
-        // fewer is a bug there, not undefined behaviour here.
-        debug_assert!(
-            pairs <= row.pairs,
-            "row initialised for {} of {pairs} pairs",
-            row.pairs
-        );
-        if head_dim == 0 || pairs > row.pairs {
+        // fewer is a bug there (the pairs beyond are left as they are), not undefined
+        // behaviour here.
+        debug_assert!(pairing.pairs.min(head_dim / 2) <= row.pairs);
+        let pairs = pairing.pairs.min(head_dim / 2).min(row.pairs);
+        if head_dim == 0 {
             return;
         }
         let (a, b) = (row.a.as_ptr().cast(), row.b.as_ptr().cast());
