@@ -62,16 +62,19 @@ const ROW_FLOATS: usize = 2 * ROW_PAIRS + 16;
 impl super::RowBuffer for Row {
     #[inline(always)]
     fn init(slot: &mut MaybeUninit<Self>, pairs: usize) -> &mut Self {
-        // SAFETY: every field of `Row` is an array of `MaybeUninit<f32>`, for which any
-        // bytes, initialised or not, are a valid value.
-        let row = unsafe { slot.assume_init_mut() };
         let pairs = pairs.min(ROW_PAIRS);
+        let p = slot.as_mut_ptr();
+        // SAFETY: `p` points to the slot's `Row`; its `pairs` field is written through a raw
+        // pointer, without a reference to the uninitialised struct.
+        unsafe { core::ptr::addr_of_mut!((*p).pairs).write(pairs) };
+        // SAFETY: `pairs` is initialised just now, and the other fields are arrays of
+        // `MaybeUninit<f32>`, for which any bytes, initialised or not, are a valid value.
+        let row = unsafe { slot.assume_init_mut() };
         for array in [&mut row.a, &mut row.b] {
             for v in array.iter_mut().take(2 * pairs + 16) {
                 v.write(0.0);
             }
         }
-        row.pairs = pairs;
         row
     }
 }
