@@ -421,8 +421,9 @@ pub const fn mrope_text(start: u32, count: usize) -> (Piece<3>, u32) {
     )
 }
 
-/// `start + n`, saturated at `u32::MAX`: a piece placed there is refused by the rotation
-/// (its positions pass the table), never wrapped to small positions.
+/// `start + n`, saturated at `u32::MAX` (positions are `u32`): a following piece starts there
+/// and is refused by the rotation if any of its positions passes `u32::MAX` or the table —
+/// never wrapped to small positions that overlap earlier tokens.
 const fn after(start: u32, n: usize) -> u32 {
     if n > u32::MAX as usize {
         u32::MAX
