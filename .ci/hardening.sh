@@ -69,10 +69,13 @@ fuzz_build=$!
 
 # A test run with a name filter, which fails when the filter matched no test (after a rename,
 # the run would otherwise pass having tested nothing).
+# (Its output goes to a scratch file through `tee`: not `tee /dev/stderr`, which truncates a
+# log file that stderr is redirected to.)
 filtered() {
-    local out
-    out=$("$@" 2>&1 | tee /dev/stderr)
-    if ! grep -Eq '^running [1-9][0-9]* tests?$' <<<"$out"; then
+    local status=0
+    "$@" 2>&1 | tee "$scratch/filtered.log" || status=$?
+    [ "$status" = 0 ] || return "$status"
+    if ! grep -Eq '^running [1-9][0-9]* tests?$' "$scratch/filtered.log"; then
         echo "the test filter matched no test: $*"
         return 1
     fi
