@@ -79,10 +79,9 @@ pub(crate) trait Kernel {
     }
 
     /// Whether [`rotate_row`](Kernel::rotate_row) takes tokens whose pairs are these `runs`'
-    /// straight from their entries ([`RunEntries`], no row staged): at most
-    /// [`REGISTER_VECTORS`](simd::REGISTER_VECTORS) runs, each on whole vectors of the
-    /// kernel's register form, together
-    /// covering pairs `0 .. pairing.pairs` once. Asked once per call, not per token.
+    /// straight from their entries ([`RunEntries`], no row staged): each run on whole vectors
+    /// of the kernel's register form, together covering pairs `0 .. pairing.pairs` once.
+    /// Asked once per call, not per token.
     #[inline(always)]
     fn runs_in_registers(_head_dim: usize, _pairing: Pairing, _runs: &[crate::spec::Run]) -> bool {
         false

@@ -1478,8 +1478,8 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
     /// Heads of up to [`REGISTER_VECTORS`] whole vectors (the register form), every run on
     /// whole vectors: the entries go straight into registers, no row stored and reloaded per
     /// token. On an AMD EPYC Zen 4 (family 25, model 17; criterion medians of three runs):
-    /// `prefill_1d_half` 376 → 309 µs, `prefill_1d` 351 → 311 µs, `rope1d_4096` 1 214 →
-    /// 1 101 µs; `mrope_text` unchanged (its image tokens take the grid loops).
+    /// `prefill_1d_half` 376 → 309 µs, `rope1d_4096` 1 214 → 1 101 µs; `mrope_text`
+    /// unchanged (its image tokens take the grid loops).
     #[inline(always)]
     fn runs_in_registers(head_dim: usize, pairing: Pairing, runs: &[crate::spec::Run]) -> bool {
         let form = Form::of::<E>(pairing.layout);
