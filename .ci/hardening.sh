@@ -18,7 +18,7 @@
 #      targets on an aarch64 host. Cortex-M (inline asm) cannot run under Miri either.
 #      tests/golden.rs (10 MB of JSON) is not run under Miri. The C interface's Rust tests
 #      (capi/src/lib.rs) run under Miri too: its `unsafe` is the pointer-to-slice boundary.
-#   2. Every cargo-fuzz target for a bounded time, seeded from fuzz/corpus/<target> (left
+#   2. Every cargo-fuzz target for a bounded time (side by side, one core each), seeded from fuzz/corpus/<target> (left
 #      unchanged: new inputs go to a scratch directory); any crash, panic or sanitizer report
 #      fails the script, its input saved under fuzz/artifacts/<target>/.
 # Usage: bash .ci/hardening.sh            (FUZZ_SECONDS=45 per target by default)
@@ -62,8 +62,11 @@ read -r -a FUZZ_BUILD <<<"${FUZZ_BUILD:---dev}"
 scratch="$(mktemp -d)"
 fuzz_build=
 # On any exit, a fuzz build still running is stopped (it would hold both cores and fuzz/'s
-# target directory after a failed Miri step).
-trap '[ -z "$fuzz_build" ] || kill "$fuzz_build" 2>/dev/null || true; rm -rf "$scratch"' EXIT
+# target directory after a failed Miri step), and so are fuzz runs still running (each also
+# ends by itself after FUZZ_SECONDS).
+fuzzers=()
+trap 'for pid in "$fuzz_build" "${fuzzers[@]}"; do [ -z "$pid" ] || kill "$pid" 2>/dev/null || true; done
+    rm -rf "$scratch"' EXIT
 (cd fuzz && exec cargo +nightly fuzz build "${FUZZ_BUILD[@]}") >"$scratch/fuzz-build.log" 2>&1 &
 fuzz_build=$!
 
@@ -135,13 +138,30 @@ if [ "${#targets[@]}" != "$(grep -c '^\[\[bin\]\]' Cargo.toml)" ]; then
     echo "fuzz targets listed (${targets[*]}) are not the [[bin]]s of fuzz/Cargo.toml"
     exit 1
 fi
+# The targets run side by side, one core each (libFuzzer is single-threaded): each gets its
+# full time, and the step takes one target's time instead of the sum.
+step "fuzz: ${targets[*]} side by side, ${FUZZ_SECONDS}s each (-max_len=$FUZZ_MAX_LEN), seeds fuzz/corpus/<target>"
+fuzzers=()
 for target in "${targets[@]}"; do
-    step "fuzz: $target for ${FUZZ_SECONDS}s (-max_len=$FUZZ_MAX_LEN), seeds fuzz/corpus/$target"
     mkdir -p "$scratch/$target" "corpus/$target"
     cargo +nightly fuzz run "${FUZZ_BUILD[@]}" "$target" "$scratch/$target" "corpus/$target" -- \
         -max_total_time="$FUZZ_SECONDS" -max_len="$FUZZ_MAX_LEN" -timeout=30 \
-        -print_final_stats=1
+        -print_final_stats=1 >"$scratch/fuzz-$target.log" 2>&1 &
+    fuzzers+=($!)
 done
+failed=()
+for i in "${!targets[@]}"; do
+    status=0
+    wait "${fuzzers[$i]}" || status=$?
+    fuzzers[i]=
+    echo "--- fuzz: ${targets[$i]} (exit status $status)"
+    cat "$scratch/fuzz-${targets[$i]}.log"
+    [ "$status" = 0 ] || failed+=("${targets[$i]}")
+done
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "fuzz targets failed: ${failed[*]} (inputs under fuzz/artifacts/<target>/)"
+    exit 1
+fi
 
 echo
 echo "hardening checks passed in $((SECONDS - start))s"

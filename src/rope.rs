@@ -473,6 +473,10 @@ impl<const A: usize, S: Source<A>> Rope<A, S> {
     /// [`rotate`](Self::rotate) for queries and keys of the same shape and positions;
     /// neither is touched unless both are valid. (With grouped-query attention, call
     /// `rotate` once for each.)
+    ///
+    /// Errors: those of `rotate`, for either buffer; [`Error::TokenCount`] when q and k hold
+    /// different numbers of tokens (a bare [`Run`](crate::Run) would otherwise take each
+    /// buffer's own count: `expected` is q's, `actual` k's, prefix included).
     pub fn rotate_qk<E: Element, Po: Positions<A>>(
         &self,
         q: &mut [E],
@@ -483,6 +487,13 @@ impl<const A: usize, S: Source<A>> Rope<A, S> {
     ) -> Result<(), Error> {
         let (q_tokens, ratio) = self.check::<E, Po>(q.len(), shape, &positions)?;
         let (k_tokens, _) = self.check::<E, Po>(k.len(), shape, &positions)?;
+        if k_tokens.tokens != q_tokens.tokens {
+            // Both counts came from dividing a slice length: the sums cannot overflow.
+            return Err(Error::TokenCount {
+                expected: shape.prefix + q_tokens.tokens,
+                actual: shape.prefix + k_tokens.tokens,
+            });
+        }
         S::rotate(self, q, q_tokens, Ratio::Tensor(ratio), positions, dir);
         S::rotate(self, k, k_tokens, Ratio::Tensor(ratio), positions, dir);
         Ok(())

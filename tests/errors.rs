@@ -328,6 +328,28 @@ fn rotation_errors_leave_buffers_untouched() {
             .is_err()
     );
     assert!(untouched(&q) && untouched(&k));
+    // A bare run takes every token of a buffer, but q and k must still hold as many.
+    let (mut q, mut k) = (buffer((1 + 3) * token), buffer((1 + 2) * token));
+    let run = Run::from([0, 0]);
+    let prefixed = Shape::heads(2).with_prefix(1);
+    assert_eq!(
+        table.rotate_qk(&mut q, &mut k, prefixed, run, FWD),
+        Err(Error::TokenCount {
+            expected: 4,
+            actual: 3
+        })
+    );
+    assert_eq!(
+        table.rotate_qk(&mut k, &mut q, prefixed, run, FWD),
+        Err(Error::TokenCount {
+            expected: 3,
+            actual: 4
+        })
+    );
+    assert!(untouched(&q) && untouched(&k));
+    let mut k = buffer((1 + 3) * token);
+    assert_eq!(table.rotate_qk(&mut q, &mut k, prefixed, run, FWD), Ok(()));
+    assert!(!untouched(&q) && q == k);
     // One head.
     let mut head = buffer(15);
     assert_eq!(

@@ -444,10 +444,8 @@ impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
                         // 2-D, the run the whole row of the first axis: the lines' entries
                         // are contiguous (as above).
                         let table = self.tables.get(shared_run.axis).copied().unwrap_or(&[]);
-                        let entries = (origin[0] as usize)
-                            .checked_mul(shared_run.len)
-                            .and_then(|start| table.get(start..))
-                            .unwrap_or(&[]);
+                        let entries =
+                            row_entries(table, shared_run.len, origin[0], 0, pairing.pairs);
                         K::prepare(rows, pairing, sink.dir, 0, entries);
                     } else {
                         let mut position = origin;

@@ -1508,10 +1508,7 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
 
     #[inline(always)]
     fn splits(pairing: Pairing, first: usize, len: usize) -> bool {
-        let unit = match Form::of::<E>(pairing.layout).row() {
-            Layout::Interleaved => V::LANES / 2,
-            Layout::Half => V::LANES,
-        };
+        let unit = register_unit::<V>(Form::of::<E>(pairing.layout));
         first.is_multiple_of(unit) && len.is_multiple_of(unit)
     }
 
