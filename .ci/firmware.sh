@@ -121,7 +121,9 @@ measure() {
     timeout $QEMU_TIMEOUT "$@" "${ONE_INSN[@]}" -d exec,nochain -D "$dir/trace" \
         -kernel "$elf" >"$dir/trace-run.txt" &
     local qemu_pid=$!
-    awk -v b=$((16#$begin_addr & ~1)) -v bs=$((16#$begin_size)) \
+    # The reader has a timeout of its own: a QEMU that dies before it opens the FIFO would
+    # leave the reader's open() blocked for good.
+    timeout $((QEMU_TIMEOUT + 5)) awk -v b=$((16#$begin_addr & ~1)) -v bs=$((16#$begin_size)) \
         -v e=$((16#$end_addr & ~1)) -v es=$((16#$end_size)) '
         /^Trace/ {
             split($4, f, "/"); pc = 0; h = tolower(f[2])
@@ -129,7 +131,7 @@ measure() {
             if (pc >= b && pc < b + bs) { on = 1; n = 0; next }
             if (pc >= e && pc < e + es) { if (on) print n; on = 0; next }
             if (on) n++
-        }' "$dir/trace" >"$dir/counts.txt"
+        }' "$dir/trace" >"$dir/counts.txt" || { echo "the trace reader failed or timed out"; exit 1; }
     wait $qemu_pid
     grep '^measure: ' "$dir/trace-run.txt" | awk '{ print $2, $3 }' >"$dir/work.txt"
     if [ "$(wc -l <"$dir/counts.txt")" != "$(wc -l <"$dir/work.txt")" ]; then
