@@ -56,7 +56,8 @@ pub(crate) fn is_available() -> bool {
 }
 
 /// The loop, for [`Backend::describe`](super::Backend::describe).
-pub(crate) const FORM: &str = "256-bit FMA; each token's angles loaded once (staged in a row, or straight into registers), its heads rotated in address order";
+pub(crate) const FORM: &str =
+    "256-bit FMA; each token's angles loaded once, its heads rotated in address order";
 
 /// How element types are converted.
 pub(crate) fn conversions() -> &'static str {

@@ -54,9 +54,9 @@ pub(crate) fn is_available() -> bool {
 
 /// The loop, for [`Backend::describe`](super::Backend::describe).
 pub(crate) const FORM: &str = if cfg!(feature = "avx2") {
-    "512-bit FMA on buffers up to 1 MiB, the avx2 loop beyond (with AVX-512VL's 32 registers; on AMD Zen 4 and later, interleaved pairs in 512-bit at every size); each token's angles loaded once (staged in a row, or straight into registers), its heads rotated in address order"
+    "512-bit FMA on buffers up to 1 MiB, the avx2 loop beyond (with AVX-512VL's 32 registers; on AMD Zen 4 and later, interleaved pairs in 512-bit at every size); each token's angles loaded once, its heads rotated in address order"
 } else {
-    "512-bit FMA; each token's angles loaded once (staged in a row, or straight into registers), its heads rotated in address order"
+    "512-bit FMA; each token's angles loaded once, its heads rotated in address order"
 };
 
 /// How element types are converted.

@@ -651,8 +651,8 @@ impl Backend {
 /// architectures print `cpu not identified`). For example:
 ///
 /// `avx512 (available): 512-bit FMA on buffers up to 1 MiB, the avx2 loop beyond (with
-/// AVX-512VL's 32 registers); each token's angles loaded once (staged in a row, or straight
-/// into registers), its heads rotated in address order; f16, bf16, i16 and i8 by AVX-512F in the rotation loop, sixteen
+/// AVX-512VL's 32 registers); each token's angles loaded once, its heads rotated in address
+/// order; f16, bf16, i16 and i8 by AVX-512F in the rotation loop, sixteen
 /// values at a time; cpu GenuineIntel family 6 model 167 stepping 1`
 ///
 /// ```

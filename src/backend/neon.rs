@@ -57,7 +57,7 @@ pub(crate) fn is_available() -> bool {
 }
 
 /// The loop, for [`Backend::describe`](super::Backend::describe).
-pub(crate) const FORM: &str = "128-bit FMA, eight vectors a step from memory; each token's angles loaded once (staged in a row, or straight into registers), its heads rotated in address order";
+pub(crate) const FORM: &str = "128-bit FMA, eight vectors a step from memory; each token's angles loaded once, its heads rotated in address order";
 
 /// How element types are converted.
 pub(crate) fn conversions() -> &'static str {
