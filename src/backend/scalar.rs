@@ -366,6 +366,7 @@ impl<N: Number> Kernel for Scalar<N> {
     type Entry = N::Entry;
     type Row = NoRow;
     const INLINE: bool = N::INLINE;
+    const CONSTANT_DIRECTION: bool = true;
 
     #[inline(always)]
     fn rotate_pairs(
