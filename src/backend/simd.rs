@@ -507,10 +507,10 @@ unsafe fn prepare<V: Vector>(
     first: usize,
     entries: &[[f32; 2]],
 ) {
-    // The direction a constant inside (the driver does not specialise on it): the sign folds
-    // away forward and into a sign flip inverse, instead of a multiply per staged vector on
-    // the pipes the rotation's FMAs need (`large_bf16`, which stages every token, was 8 %
-    // slower with the multiply on the Zen 4).
+    // The direction a constant inside (the driver does not specialise on it for SIMD
+    // kernels): the sign folds away forward and into a sign flip inverse, instead of a
+    // multiply per staged vector on the pipes the rotation's FMAs need (`large_bf16`, which
+    // stages angles per token, took 5–8 % longer with the multiply on the Zen 4).
     // SAFETY: forwarded from the caller.
     unsafe {
         match dir {
