@@ -507,36 +507,40 @@ unsafe fn prepare<V: Vector>(
     first: usize,
     entries: &[[f32; 2]],
 ) {
-    // The direction a constant inside (the driver does not specialise on it for SIMD
-    // kernels): the sign folds away forward and into a sign flip inverse, instead of a
-    // multiply per staged vector on the pipes the rotation's FMAs need (`large_bf16`, which
-    // stages angles per token, took 5–8 % longer with the multiply on the Zen 4).
+    // The direction a constant inside in optimised builds (the driver does not specialise on
+    // it for SIMD kernels): the sign folds away forward and into a sign flip inverse, instead
+    // of a multiply per staged vector on the pipes the rotation's FMAs need (`large_bf16`,
+    // which stages angles per token, took 5–8 % longer with the multiply on the Zen 4).
+    // Unoptimised builds keep one copy: nothing folds there, and two copies inlined at every
+    // call site made the debug and fuzz builds minutes longer.
     // SAFETY: forwarded from the caller.
+    #[cfg(not(debug_assertions))]
     unsafe {
         match dir {
-            Direction::Forward => prepare_in::<V, false>(row, layout, first, entries),
-            Direction::Inverse => prepare_in::<V, true>(row, layout, first, entries),
+            Direction::Forward => prepare_in::<V>(row, layout, Direction::Forward, first, entries),
+            Direction::Inverse => prepare_in::<V>(row, layout, Direction::Inverse, first, entries),
         }
+    }
+    // SAFETY: forwarded from the caller.
+    #[cfg(debug_assertions)]
+    unsafe {
+        prepare_in::<V>(row, layout, dir, first, entries)
     }
 }
 
-/// [`prepare`] for the direction `INVERSE` names.
+/// [`prepare`]'s body, inlined with a constant `dir` in optimised builds.
 ///
 /// # Safety
 ///
 /// As [`prepare`].
 #[inline(always)]
-unsafe fn prepare_in<V: Vector, const INVERSE: bool>(
+unsafe fn prepare_in<V: Vector>(
     row: &mut Row,
     layout: Layout,
+    dir: Direction,
     first: usize,
     entries: &[[f32; 2]],
 ) {
-    let dir = if INVERSE {
-        Direction::Inverse
-    } else {
-        Direction::Forward
-    };
     let n = entries.len();
     let e = entries.as_ptr().cast::<f32>();
     let sign = sine_sign(dir);
