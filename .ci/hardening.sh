@@ -18,9 +18,10 @@
 #      targets on an aarch64 host. Cortex-M (inline asm) cannot run under Miri either.
 #      tests/golden.rs (10 MB of JSON) is not run under Miri. The C interface's Rust tests
 #      (capi/src/lib.rs) run under Miri too: its `unsafe` is the pointer-to-slice boundary.
-#   2. Every cargo-fuzz target for a bounded time (side by side, one core each), seeded from fuzz/corpus/<target> (left
-#      unchanged: new inputs go to a scratch directory); any crash, panic or sanitizer report
-#      fails the script, its input saved under fuzz/artifacts/<target>/.
+#   2. Every cargo-fuzz target for a bounded time (side by side, one core each), seeded from
+#      fuzz/corpus/<target> (left unchanged: new inputs go to a scratch directory); any crash,
+#      panic or sanitizer report fails the script, its input saved under
+#      fuzz/artifacts/<target>/.
 # Usage: bash .ci/hardening.sh            (FUZZ_SECONDS=45 per target by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
