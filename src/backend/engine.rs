@@ -411,22 +411,23 @@ impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
             && line_tokens.saturating_mul(run.len) <= K::ROW_PAIRS
         {
             let mut slot = MaybeUninit::uninit();
-            let table = K::Row::init(&mut slot, line_tokens * run.len);
             let cols = varying_table.get(run.column..).unwrap_or(&[]);
             let pairing = Pairing {
                 pairs: line_tokens * run.len,
                 ..sink.pairing
             };
-            if width == run.len && run.column == 0 {
+            let table = if width == run.len && run.column == 0 {
                 // The run is the axis' whole row: the line's entries are contiguous, and
                 // prepared in one call (a small grid's setup is a tenth of its time).
-                K::prepare(table, pairing, sink.dir, 0, cols);
+                K::prepare_row(&mut slot, pairing, sink.dir, cols)
             } else {
+                let table = K::Row::init(&mut slot, pairing.pairs);
                 for (t, col) in cols.chunks(width).take(line_tokens).enumerate() {
                     let col = col.get(..run.len).unwrap_or(col);
                     K::prepare(table, pairing, sink.dir, t * run.len, col);
                 }
-            }
+                table
+            };
             // One shared section (2-D axial): it is prepared for every line as well, and the
             // grid rotated in one pass, without staging a row and setting up per line (most
             // of a small grid's cost otherwise).
@@ -434,27 +435,30 @@ impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
                 let lines = x.len() / line_len;
                 if lines.saturating_mul(shared_run.len) <= K::ROW_PAIRS {
                     let mut rows_slot = MaybeUninit::uninit();
-                    let rows = K::Row::init(&mut rows_slot, lines * shared_run.len);
                     let pairing = Pairing {
                         pairs: lines * shared_run.len,
                         ..sink.pairing
                     };
                     let shared_width = self.widths.get(shared_run.axis).copied();
-                    if A == 2 && shared_width == Some(shared_run.len) && shared_run.column == 0 {
-                        // 2-D, the run the whole row of the first axis: the lines' entries
-                        // are contiguous (as above).
+                    // 2-D, the run the whole row of the first axis: the lines' entries are
+                    // contiguous (as above).
+                    let contiguous =
+                        A == 2 && shared_width == Some(shared_run.len) && shared_run.column == 0;
+                    let rows = if contiguous {
                         let table = self.tables.get(shared_run.axis).copied().unwrap_or(&[]);
                         let entries =
                             row_entries(table, shared_run.len, origin[0], 0, pairing.pairs);
-                        K::prepare(rows, pairing, sink.dir, 0, entries);
+                        K::prepare_row(&mut rows_slot, pairing, sink.dir, entries)
                     } else {
+                        let rows = K::Row::init(&mut rows_slot, pairing.pairs);
                         let mut position = origin;
                         for l in 0..lines {
                             let entries = self.run_entries(shared_run, &position);
                             K::prepare(rows, pairing, sink.dir, l * shared_run.len, entries);
                             next_line(&mut position, origin, extents);
                         }
-                    }
+                        rows
+                    };
                     let rows = (&*rows, (shared_run.first, shared_run.len));
                     let cols = (&*table, (run.first, run.len));
                     let (head_dim, pairing) = (sink.head_dim, sink.pairing);

@@ -71,6 +71,21 @@ pub(crate) trait Kernel {
     ) {
     }
 
+    /// A row in `slot` for `pairing.pairs` pairs, with `entries` staged from pair 0 (as
+    /// [`Row::init`](RowBuffer::init) then [`prepare`](Kernel::prepare) from 0; SIMD rows skip
+    /// zeroing the floats the entries overwrite).
+    #[inline(always)]
+    fn prepare_row<'r>(
+        slot: &'r mut MaybeUninit<Self::Row>,
+        pairing: Pairing,
+        dir: Direction,
+        entries: &[Self::Entry],
+    ) -> &'r mut Self::Row {
+        let row = Self::Row::init(slot, pairing.pairs);
+        Self::prepare(row, pairing, dir, 0, entries);
+        row
+    }
+
     /// Rotates pairs `0 .. pairing.pairs` of every head in `x` (whole heads) by `row`, or by
     /// `direct`'s entries, not staged in the row, when given (for runs that
     /// [`runs_in_registers`](Kernel::runs_in_registers) accepts).
