@@ -1257,8 +1257,9 @@ unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize>(
     };
     let (j0, j1) = (first / per, end / per);
     // Vectors `j0 .. j1` (the section) come from the table, moving `step` bytes from one token
-    // to the next; the others from the line's row. The tests on `j` below are on constants
-    // once the loops over `N` unroll, so `a` and `b` stay in registers.
+    // to the next; the others from the line's row. Once the loops over `N` unroll, every
+    // index into `a` and `b` is a constant (only the tests against `j0`, `j1` are not), so
+    // they stay in registers.
     let (sa, sb) = split(0);
     let (sa1, _) = split(1);
     let step = (sa1 as usize).wrapping_sub(sa as usize);
