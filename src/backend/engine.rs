@@ -46,7 +46,9 @@ pub(crate) trait AngleSource<T = [f32; 2]>: Copy {
 /// copy per kernel instead of one per call site keeps flash small (the call costs a few
 /// instructions per token and section, against tens of pairs rotated) — unless the kernel
 /// asks to be inlined ([`Kernel::INLINE`]: the Cortex-M0 and M4 Q15 loops, a few
-/// instructions per pair, whose call would cost a tenth of their work).
+/// instructions per pair, whose call would cost a tenth of their work). Out of line in
+/// unoptimised builds everywhere: nothing is gained there by inlining, and a copy at each
+/// call site was an eighth of every inlined driver (the fuzz, Miri and debug test builds).
 #[inline(always)]
 pub(super) fn rotate_pairs<K: Kernel>(
     x: &mut [K::Value],
@@ -56,7 +58,7 @@ pub(super) fn rotate_pairs<K: Kernel>(
     angles: &[K::Entry],
     dir: Direction,
 ) {
-    if K::INLINE || cfg!(not(target_os = "none")) {
+    if cfg!(not(debug_assertions)) && (K::INLINE || cfg!(not(target_os = "none"))) {
         K::rotate_pairs(x, head_dim, pairing, first_pair, angles, dir);
     } else {
         rotate_pairs_out_of_line::<K>(x, head_dim, pairing, first_pair, angles, dir);

@@ -514,7 +514,11 @@ fn sine_sign(dir: Direction) -> f32 {
 /// # Safety
 ///
 /// `V`'s instruction set is available; `first + entries.len() ≤ ROW_PAIRS`.
-#[inline(always)]
+// Out of line in unoptimised builds: one copy per vector type instead of one at each of the
+// token loops' call sites, where it was half of every inlined driver (the fuzz, Miri and
+// debug test builds).
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
 unsafe fn prepare<V: Vector>(
     row: &mut Row,
     layout: Layout,
@@ -526,8 +530,7 @@ unsafe fn prepare<V: Vector>(
     // it for SIMD kernels): the sign folds away forward and into a sign flip inverse, instead
     // of a multiply per staged vector on the pipes the rotation's FMAs need (`large_bf16`,
     // which stages angles per token, took 5–8 % longer with the multiply on the Zen 4).
-    // Unoptimised builds keep one copy: nothing folds there, and two copies inlined at every
-    // call site made the debug and fuzz builds minutes longer.
+    // Unoptimised builds keep one copy: nothing folds there.
     // SAFETY: forwarded from the caller.
     #[cfg(not(debug_assertions))]
     unsafe {
