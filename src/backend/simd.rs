@@ -514,9 +514,10 @@ fn sine_sign(dir: Direction) -> f32 {
 /// # Safety
 ///
 /// `V`'s instruction set is available; `first + entries.len() ≤ ROW_PAIRS`.
-// Out of line in unoptimised builds: one copy per vector type instead of one at each of the
-// token loops' call sites, where it was half of every inlined driver (the fuzz, Miri and
-// debug test builds).
+// Not forced inline where debug assertions are on (unoptimised builds, where it stays one
+// copy per vector type instead of one at each of the token loops' call sites — half of every
+// inlined driver in the fuzz, Miri and debug test builds; LLVM still inlines it in cargo
+// fuzz's optimised builds).
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
 unsafe fn prepare<V: Vector>(
