@@ -54,8 +54,8 @@ cargo +nightly miri setup
 
 # The targets instantiate every plan, axis count, element type and backend: an optimised ASan
 # build takes 11 minutes here (16 codegen units), an unoptimised one 2 (with line tables
-# only: fuzz/Cargo.toml; 3 beside Miri). CI builds unoptimised (still ASan, debug assertions and overflow
-# checks; 100–180 inputs/s per target here);
+# only: fuzz/Cargo.toml; 3 beside Miri). CI builds unoptimised (still ASan, debug
+# assertions and overflow checks; 100–180 inputs/s per target here);
 # FUZZ_BUILD="--codegen-units 16" bash .ci/hardening.sh builds optimised, for long runs.
 read -r -a FUZZ_BUILD <<<"${FUZZ_BUILD:---dev}"
 # Miri interprets on one core; the fuzz build compiles beside it, in the background, instead

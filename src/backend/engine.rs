@@ -47,9 +47,9 @@ pub(crate) trait AngleSource<T = [f32; 2]>: Copy {
 /// instructions per token and section, against tens of pairs rotated) — unless the kernel
 /// asks to be inlined ([`Kernel::INLINE`]: the Cortex-M0 and M4 Q15 loops, a few
 /// instructions per pair, whose call would cost a tenth of their work). Out of line wherever
-/// debug assertions are on (unoptimised builds, and cargo fuzz's optimised ones): nothing
-/// is gained there by inlining, and a copy at each call site was an eighth of every inlined
-/// driver in the fuzz, Miri and debug test builds.
+/// debug assertions are on (unoptimised builds, and cargo fuzz's optimised ones), where
+/// speed matters little and a copy at each call site was an eighth of every inlined driver
+/// (the fuzz, Miri and debug test builds).
 #[inline(always)]
 pub(super) fn rotate_pairs<K: Kernel>(
     x: &mut [K::Value],
