@@ -25,6 +25,8 @@
 //! - `rope2d/video_wan`: Wan 2.1, 4 frames × 16 × 24, 12 heads, d 128;
 //! - `rope2d/qwen2vl_vision`: a 32×32 grid in Qwen2-VL's 2×2 merge-window order, 16 heads,
 //!   d 80;
+//! - `rope2d/qwen2vl_vision_small`: the same for a 14×14 grid (a 196×196-pixel image: 1 MB,
+//!   within L2), whose d = 80 half-layout heads only 256-bit vectors hold in registers;
 //! - `rope2d/mrope_text`: Qwen2-VL M-RoPE over 200 text tokens, a 48×48 image merged to
 //!   24×24 and 248 text tokens (1 024 tokens), 8 heads, d 128;
 //! - `rope2d/build`: building the 14×14, d = 64 table;
@@ -376,6 +378,17 @@ fn models(c: &mut Criterion) {
         [32, 32],
         &order[..],
         1024,
+        16,
+        false,
+    );
+    let order = preset::qwen2_vl_vision_positions([1, 14, 14], 2);
+    group(
+        c,
+        "qwen2vl_vision_small",
+        &preset::qwen2_vl_vision(80, 10_000.0),
+        [14, 14],
+        &order[..],
+        196,
         16,
         false,
     );

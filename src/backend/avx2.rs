@@ -75,6 +75,14 @@ pub(super) fn converts<E: Element>() -> bool {
     f & AVX2_FMA != 0 && (E::FORMAT != Format::F16 || f & F16C != 0)
 }
 
+/// Whether this backend's register form takes heads of `head_dim` values of `E` paired as
+/// `pairing` (for `avx512`, which runs this loop for heads its own vectors do not tile).
+#[cfg(feature = "avx512")]
+#[inline(always)]
+pub(super) fn holds_in_registers<E: Element>(head_dim: usize, pairing: super::Pairing) -> bool {
+    super::simd::holds_in_registers::<V, E>(head_dim, pairing)
+}
+
 /// Whether [`run`] takes buffers of `E` at this scale ratio, converting in the rotation loop
 /// (ratio 1; `f16` with F16C); otherwise the caller stages them in `f32`.
 #[inline(always)]

@@ -54,7 +54,7 @@ pub(crate) fn is_available() -> bool {
 
 /// The loop, for [`Backend::describe`](super::Backend::describe).
 pub(crate) const FORM: &str = if cfg!(feature = "avx2") {
-    "512-bit FMA on buffers up to 1 MiB, the avx2 loop beyond (with AVX-512VL's 32 registers; on AMD Zen 4 and later, interleaved pairs in 512-bit at every size); each token's angles loaded once, its heads rotated in address order"
+    "512-bit FMA on buffers up to 1 MiB, the avx2 loop beyond (with AVX-512VL's 32 registers; on AMD Zen 4 and later, interleaved pairs in 512-bit at every size) and, at every size, for heads whose angles only 256-bit vectors hold in registers (d = 80 half layout); each token's angles loaded once, its heads rotated in address order"
 } else {
     "512-bit FMA; each token's angles loaded once, its heads rotated in address order"
 };
@@ -85,8 +85,23 @@ pub(crate) fn fuses<E: Element>(ratio: f32) -> bool {
 /// groups: 1.05–1.2×; the bare `x = -x` stream too), while within L2 the 512-bit form is
 /// faster (ViT-S, 0.3 MiB: 0.93×). AMD Zen 4 and later keep the 512-bit loop for interleaved
 /// pairs at every size ([`WIDE_INTERLEAVED`](super::x86::WIDE_INTERLEAVED)), measured faster there.
+/// Heads that only the 256-bit form holds in registers take it at every size
+/// ([`narrow_heads`]).
 #[cfg(feature = "avx2")]
 const BEYOND_L2_BYTES: usize = 1 << 20;
+
+/// Whether heads of `head_dim` values of `E` paired as `pairing` fit the 256-bit register
+/// form but not whole 512-bit vectors: full rotary, their floats (interleaved) or pairs (half
+/// layout) a multiple of 8, not of 16, and at most 64 — Qwen2-VL's vision tower (d = 80,
+/// half layout), d = 24, 40 or 56 interleaved. Such buffers take the 256-bit form at every
+/// size: the 512-bit loop would read their angles from memory, a head's last vector masked,
+/// and measured 1.3–1.9× slower on an AMD EPYC Zen 4 (README, "Backends").
+#[cfg(feature = "avx2")]
+#[inline(always)]
+fn narrow_heads<E: Element>(head_dim: usize, pairing: super::Pairing) -> bool {
+    super::avx2::holds_in_registers::<E>(head_dim, pairing)
+        && !super::simd::holds_in_registers::<V, E>(head_dim, pairing)
+}
 
 /// Q15 tables: the `avx2` backend's integer loop (AVX-512 implies AVX2), bit for bit the
 /// scalar kernel's results.
@@ -116,10 +131,11 @@ pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
             job
         };
         #[cfg(feature = "avx2")]
-        if size_of_val(job.x) > BEYOND_L2_BYTES
-            && super::avx2::converts::<E>()
-            && !(job.pairing.layout == crate::config::Layout::Interleaved
-                && super::x86::features() & super::x86::WIDE_INTERLEAVED != 0)
+        if super::avx2::converts::<E>()
+            && ((size_of_val(job.x) > BEYOND_L2_BYTES
+                && !(job.pairing.layout == crate::config::Layout::Interleaved
+                    && super::x86::features() & super::x86::WIDE_INTERLEAVED != 0))
+                || narrow_heads::<E>(job.head_dim, job.pairing))
         {
             let wide = super::x86::AVX512VL | super::x86::F16C;
             if super::x86::features() & wide == wide {
@@ -501,5 +517,45 @@ unsafe fn rounded_below(v: __m512, hi: f32) -> __m512i {
         let ordered = _mm512_cmp_ps_mask::<_CMP_ORD_Q>(v, v);
         // MXCSR's default rounding: nearest-even.
         _mm512_maskz_cvtps_epi32(ordered, _mm512_min_ps(v, _mm512_set1_ps(hi)))
+    }
+}
+
+#[cfg(all(test, feature = "avx2"))]
+mod tests {
+    use super::narrow_heads;
+    use crate::config::Layout::{self, Half, Interleaved};
+    use half::bf16;
+
+    fn narrow(head_dim: usize, layout: Layout, pairs: usize) -> bool {
+        narrow_heads::<f32>(head_dim, super::super::Pairing { layout, pairs })
+    }
+
+    /// The 256-bit form is chosen exactly for full-rotary heads of at most eight 256-bit
+    /// vectors that 512-bit vectors do not tile.
+    #[test]
+    fn narrow_heads_are_those_only_256_bit_registers_hold() {
+        // Qwen2-VL's vision tower: 40 pairs, 5 vectors of 8, not whole vectors of 16.
+        assert!(narrow(80, Half, 40));
+        assert!(narrow(40, Interleaved, 20));
+        assert!(narrow(56, Interleaved, 28));
+        assert!(narrow(24, Interleaved, 12));
+        assert!(narrow(112, Half, 56));
+        // Whole 512-bit vectors: the 512-bit register form.
+        assert!(!narrow(128, Half, 64));
+        assert!(!narrow(64, Interleaved, 32));
+        assert!(!narrow(80, Interleaved, 40));
+        // More than eight 256-bit vectors (72 floats; 72 pairs): no register form either way.
+        assert!(!narrow(72, Interleaved, 36));
+        assert!(!narrow(144, Half, 72));
+        // Partial rotary, or pair counts not a multiple of 8: no register form.
+        assert!(!narrow(80, Half, 20));
+        assert!(!narrow(20, Half, 10));
+        // Interleaved bf16 is rotated as the half layout (pairs split on load).
+        let pairing = |pairs| super::super::Pairing {
+            layout: Interleaved,
+            pairs,
+        };
+        assert!(narrow_heads::<bf16>(80, pairing(40)));
+        assert!(!narrow_heads::<bf16>(64, pairing(32)));
     }
 }

@@ -677,9 +677,12 @@ impl Backend {
 /// architectures print `cpu not identified`). For example:
 ///
 /// `avx512 (available): 512-bit FMA on buffers up to 1 MiB, the avx2 loop beyond (with
-/// AVX-512VL's 32 registers); each token's angles loaded once, its heads rotated in address
-/// order; f16, bf16, i16 and i8 by AVX-512F in the rotation loop, sixteen values at a time;
-/// cpu GenuineIntel family 6 model 167 stepping 1`
+/// AVX-512VL's 32 registers; on AMD Zen 4 and later, interleaved pairs in 512-bit at every
+/// size) and, at every size, for heads whose angles only 256-bit vectors hold in registers
+/// (d = 80 half layout); each token's angles loaded once, its heads rotated in address order;
+/// f16, i16 and i8 by AVX-512F, bf16 by AVX-512 BF16, in the rotation loop, sixteen values at
+/// a time (interleaved bf16 pairs split by a shift and a mask); Q15 tables by the avx2
+/// vpmaddwd loop; cpu AuthenticAMD family 25 model 17 stepping 1`
 ///
 /// ```
 /// let line = rope2d::Backend::auto().describe();

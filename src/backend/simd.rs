@@ -1023,6 +1023,14 @@ fn register_vectors<V: Vector>(head_dim: usize, form: Form, pairs: usize) -> Opt
     .then_some(vectors)
 }
 
+/// Whether `V`'s register form takes heads of `head_dim` values of `E` paired as `pairing`
+/// ([`register_vectors`]): for `avx512`, which chooses between vector widths per call.
+#[cfg(all(target_arch = "x86_64", feature = "avx2", feature = "avx512"))]
+#[inline(always)]
+pub(super) fn holds_in_registers<V: Vector, E: Element>(head_dim: usize, pairing: Pairing) -> bool {
+    register_vectors::<V>(head_dim, Form::of::<E>(pairing.layout), pairing.pairs).is_some()
+}
+
 /// Pairs per vector of angles in the register form: `LANES / 2` interleaved, `LANES` half.
 #[inline(always)]
 fn register_unit<V: Vector>(form: Form) -> usize {
