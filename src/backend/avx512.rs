@@ -54,7 +54,7 @@ pub(crate) fn is_available() -> bool {
 
 /// The loop, for [`Backend::describe`](super::Backend::describe).
 pub(crate) const FORM: &str = if cfg!(feature = "avx2") {
-    "512-bit FMA on buffers up to 1 MiB, the avx2 loop beyond (with AVX-512VL's 32 registers; on AMD Zen 4 and later, interleaved pairs in 512-bit at every size) and, at every size, for heads whose angles only 256-bit vectors hold in registers (d = 80 half layout); each token's angles loaded once, its heads rotated in address order"
+    "512-bit FMA up to 1 MiB; the avx2 loop (32 registers with AVX-512VL) beyond, not for interleaved pairs on AMD Zen 4+, and at any size for heads only 256-bit registers hold (d = 80 half); angles loaded once per token, heads in address order"
 } else {
     "512-bit FMA; each token's angles loaded once, its heads rotated in address order"
 };
@@ -62,9 +62,9 @@ pub(crate) const FORM: &str = if cfg!(feature = "avx2") {
 /// How element types are converted.
 pub(crate) fn conversions() -> &'static str {
     if super::x86::features() & super::x86::AVX512BF16 != 0 {
-        "f16, i16 and i8 by AVX-512F, bf16 by AVX-512 BF16, in the rotation loop, sixteen values at a time (interleaved bf16 pairs split by a shift and a mask); Q15 tables by the avx2 vpmaddwd loop"
+        "f16, i16, i8 by AVX-512F, bf16 by AVX-512 BF16, 16 values a step in the rotation loop (interleaved bf16 split by shift and mask); Q15 by the avx2 vpmaddwd loop"
     } else {
-        "f16, bf16, i16 and i8 by AVX-512F in the rotation loop, sixteen values at a time (interleaved bf16 pairs split by a shift and a mask); Q15 tables by the avx2 vpmaddwd loop"
+        "f16, bf16, i16, i8 by AVX-512F, 16 values a step in the rotation loop (interleaved bf16 split by shift and mask); Q15 by the avx2 vpmaddwd loop"
     }
 }
 

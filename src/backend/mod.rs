@@ -676,13 +676,12 @@ impl Backend {
 /// how element types are converted, and the CPU as CPUID reports it (x86_64; other
 /// architectures print `cpu not identified`). For example:
 ///
-/// `avx512 (available): 512-bit FMA on buffers up to 1 MiB, the avx2 loop beyond (with
-/// AVX-512VL's 32 registers; on AMD Zen 4 and later, interleaved pairs in 512-bit at every
-/// size) and, at every size, for heads whose angles only 256-bit vectors hold in registers
-/// (d = 80 half layout); each token's angles loaded once, its heads rotated in address order;
-/// f16, i16 and i8 by AVX-512F, bf16 by AVX-512 BF16, in the rotation loop, sixteen values at
-/// a time (interleaved bf16 pairs split by a shift and a mask); Q15 tables by the avx2
-/// vpmaddwd loop; cpu AuthenticAMD family 25 model 17 stepping 1`
+/// `avx512 (available): 512-bit FMA up to 1 MiB; the avx2 loop (32 registers with AVX-512VL)
+/// beyond, not for interleaved pairs on AMD Zen 4+, and at any size for heads only 256-bit
+/// registers hold (d = 80 half); angles loaded once per token, heads in address order; f16,
+/// i16, i8 by AVX-512F, bf16 by AVX-512 BF16, 16 values a step in the rotation loop
+/// (interleaved bf16 split by shift and mask); Q15 by the avx2 vpmaddwd loop; cpu
+/// AuthenticAMD family 25 model 17 stepping 1`
 ///
 /// ```
 /// let line = rope2d::Backend::auto().describe();
