@@ -728,8 +728,9 @@ unsafe fn rotate_segments<V: Stored<E>, E: Element>(
         for seg in segments {
             // SAFETY: the head is floats `head .. head + d` of `x`; the segment's floats
             // (interleaved `2·lo .. 2·hi`, half `lo .. hi` and `pairs + lo .. pairs + hi`)
-            // lie within its first `2·pairs ≤ d`; the arrays are readable as the caller
-            // guarantees. A table section's pointers are shifted (they may point before the
+            // lie within its first `2·pairs ≤ d` (a half-layout segment's last whole vector,
+            // pairs `hi − LANES .. hi`, only when `hi − lo ≥ LANES`); the arrays are readable
+            // as the caller guarantees. A table section's pointers are shifted (they may point before the
             // table), so the angle offsets wrap: only in-bounds results are dereferenced.
             unsafe {
                 let (a, b) = (seg.a, seg.b);
@@ -808,6 +809,23 @@ unsafe fn rotate_segments<V: Stored<E>, E: Element>(
                     Form::Half => {
                         let lo = base.add(head);
                         let hi = lo.add(pairs);
+                        // A segment of whole vectors and a rest: the rest is rotated as the
+                        // segment's last whole vector, loaded before any of the segment is
+                        // stored and stored last (the overlap gets the same values twice).
+                        // Masked at the end of the segment instead, its load spanned the
+                        // bytes of the store just issued and waited for it to reach the
+                        // cache (Zen 4: 2-D d = 40 half layout ~10× the stream).
+                        let len = seg.hi - seg.lo;
+                        let last = (len >= lanes && !len.is_multiple_of(lanes)).then(|| {
+                            let k = seg.hi - lanes;
+                            let (xv, yv) = half(
+                                V::load_values(lo.add(k)),
+                                V::load_values(hi.add(k)),
+                                V::load(a.wrapping_add(k)),
+                                V::load(b.wrapping_add(k)),
+                            );
+                            (k, xv, yv)
+                        });
                         let mut k = seg.lo;
                         if V::WIDE_STEPS {
                             while k + 4 * lanes <= seg.hi {
@@ -829,7 +847,10 @@ unsafe fn rotate_segments<V: Stored<E>, E: Element>(
                             );
                             k += lanes;
                         }
-                        if k < seg.hi {
+                        if let Some((k, xv, yv)) = last {
+                            xv.store_values(lo.add(k));
+                            yv.store_values(hi.add(k));
+                        } else if k < seg.hi {
                             let n = seg.hi - k;
                             let (xv, yv) = (
                                 V::load_values_partial(lo.add(k), n),
