@@ -94,8 +94,8 @@ const BEYOND_L2_BYTES: usize = 1 << 20;
 /// form but not whole 512-bit vectors: full rotary, their floats (interleaved) or pairs (half
 /// layout) a multiple of 8, not of 16, and at most 64 — Qwen2-VL's vision tower (d = 80,
 /// half layout), d = 24, 40 or 56 interleaved. Such buffers take the 256-bit form at every
-/// size: the 512-bit loop would read their angles from memory, a head's last vector masked,
-/// and measured 1.3–1.9× slower on an AMD EPYC Zen 4 (README, "Backends").
+/// size: the 512-bit loop would read their angles from memory, measured 1.2–1.9× slower on
+/// an AMD EPYC Zen 4 (README, "Backends").
 #[cfg(feature = "avx2")]
 #[inline(always)]
 fn narrow_heads<E: Element>(head_dim: usize, pairing: super::Pairing) -> bool {

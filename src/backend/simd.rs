@@ -730,8 +730,9 @@ unsafe fn rotate_segments<V: Stored<E>, E: Element>(
             // (interleaved `2·lo .. 2·hi`, half `lo .. hi` and `pairs + lo .. pairs + hi`)
             // lie within its first `2·pairs ≤ d` (a half-layout segment's last whole vector,
             // pairs `hi − LANES .. hi`, only when `hi − lo ≥ LANES`); the arrays are readable
-            // as the caller guarantees. A table section's pointers are shifted (they may point before the
-            // table), so the angle offsets wrap: only in-bounds results are dereferenced.
+            // as the caller guarantees. A table section's pointers are shifted (they may
+            // point before the table), so the angle offsets wrap: only in-bounds results are
+            // dereferenced.
             unsafe {
                 let (a, b) = (seg.a, seg.b);
                 match form {
