@@ -345,7 +345,7 @@ fn axial_2d_every_entry_point() {
 fn axial_grid_small_dims_both_orders() {
     let mut rng = Rng(2);
     for layout in LAYOUTS {
-        for d in miri_or(vec![4, 8, 16, 20, 32, 48, 64, 128], vec![4, 20, 64]) {
+        for d in miri_or(vec![4, 8, 16, 20, 32, 48, 64, 96, 128], vec![4, 20, 64]) {
             for extents in miri_or(vec![[8, 8], [14, 14], [5, 11], [1, 40]], vec![[3, 4]]) {
                 for order in [AxisOrder::ColFirst, AxisOrder::RowFirst] {
                     let spec = preset::axial(d, layout, order, 100.0);
@@ -883,6 +883,89 @@ fn buffers_beyond_l2() {
                 }
             }
         }
+    }
+}
+
+/// Sections on whole 256-bit vectors but not on whole 512-bit ones, which `avx512` rotates with
+/// its 256-bit form at every size (one token: its 512-bit form): Qwen2-VL's M-RoPE (16/24/24
+/// pairs, half layout) over text + image + text and one token, CogVideoX (16/24/24 floats,
+/// interleaved) over a video grid. Every backend against scalar; `avx512` bit for bit `avx2`.
+#[test]
+fn sections_on_256_bit_vectors_only() {
+    let mut rng = Rng(14);
+    let by_name = |name: &str| {
+        Backend::ALL
+            .iter()
+            .copied()
+            .find(|b| b.name() == name && b.is_available())
+    };
+    let check_both = |p: Pairing, x: &[f32], what: &str, op: &dyn Fn(Backend, &mut [f32])| {
+        compare(p, x, what, op);
+        if let (Some(avx2), Some(avx512)) = (by_name("avx2"), by_name("avx512")) {
+            let (mut want, mut got) = (x.to_vec(), x.to_vec());
+            op(avx2, &mut want);
+            op(avx512, &mut got);
+            assert!(
+                want.iter()
+                    .zip(&got)
+                    .all(|(w, g)| w.to_bits() == g.to_bits()),
+                "{what}: avx512 differs from avx2"
+            );
+        }
+    };
+    let heads = 3;
+    let mrope = preset::qwen2_vl_mrope(128, 1e6, [16, 24, 24]);
+    let order = preset::mrope_positions(miri_or(7, 2), miri_or([1, 6, 8], [1, 2, 2]), 2, 5);
+    let extents = [64; 3];
+    let mut store = storage(&mrope, extents);
+    let table = Table::build(&mut store, &mrope, extents).unwrap();
+    let p = Pairing {
+        layout: Layout::Half,
+        d: 128,
+        pairs: mrope.pairs(),
+    };
+    // Text, the image's merged tokens, text; then one text token (a decode step).
+    let tokens = miri_or(7 + 12 + 5, 2 + 1 + 5);
+    let one = [[40u32; 3]];
+    for (count, pieces) in [(tokens, true), (1, false)] {
+        let x = rng.values(count * heads * 128);
+        for &dir in dirs(Layout::Half) {
+            let what = format!("M-RoPE {count} tokens {dir:?}");
+            check_both(p, &x, &what, &|b, buf| {
+                let table = table.with_backend(b).unwrap();
+                let shape = Shape::heads(heads);
+                if pieces {
+                    table.rotate(buf, shape, &order[..], dir)
+                } else {
+                    table.rotate(buf, shape, &one[..], dir)
+                }
+                .unwrap()
+            });
+        }
+    }
+    let grid = miri_or([2, 4, 6], [1, 2, 2]);
+    let cog = preset::cogvideox(
+        64,
+        10_000.0,
+        grid,
+        preset::cogvideox_crops([4, 6], [30, 45]),
+    );
+    let mut store = storage(&cog, grid);
+    let table = Table::build(&mut store, &cog, grid).unwrap();
+    let p = Pairing {
+        layout: Layout::Interleaved,
+        d: 64,
+        pairs: cog.pairs(),
+    };
+    let x = rng.values(grid.iter().product::<usize>() * heads * 64);
+    for &dir in dirs(Layout::Interleaved) {
+        check_both(p, &x, &format!("CogVideoX {dir:?}"), &|b, buf| {
+            table
+                .with_backend(b)
+                .unwrap()
+                .rotate(buf, Shape::heads(heads), Grid::new(grid), dir)
+                .unwrap()
+        });
     }
 }
 

@@ -29,6 +29,9 @@
 //!   within L2), whose d = 80 half-layout heads only 256-bit vectors hold in registers;
 //! - `rope2d/mrope_text`: Qwen2-VL M-RoPE over 200 text tokens, a 48×48 image merged to
 //!   24×24 and 248 text tokens (1 024 tokens), 8 heads, d 128;
+//! - `rope2d/mrope_short`: the same over 40 text tokens, a 16×16 image merged to 8×8 and 40
+//!   text tokens (144 tokens, 576 KB, within L2), whose 16/24/24-pair sections fall on whole
+//!   256-bit vectors, not on whole 512-bit ones;
 //! - `rope2d/build`: building the 14×14, d = 64 table;
 //! - `rope2d/{vit_s_f16, vit_s_bf16, vit_s_i8, large_bf16}`: the `vit_s` and `large` shapes
 //!   with buffers of `f16`, `bf16` and `i8` (Q7); their `stream` is the same in-place
@@ -401,6 +404,19 @@ fn models(c: &mut Criterion) {
         [472, 472, 472],
         &order[..],
         1024,
+        8,
+        false,
+    );
+    // A short prompt within L2 (576 KB): sections of 16/24/24 pairs fall on whole 256-bit
+    // vectors, not on whole 512-bit ones.
+    let order = preset::mrope_positions(40, [1, 16, 16], 2, 40);
+    group(
+        c,
+        "mrope_short",
+        &spec,
+        [128, 128, 128],
+        &order[..],
+        144,
         8,
         false,
     );

@@ -83,6 +83,14 @@ pub(super) fn holds_in_registers<E: Element>(head_dim: usize, pairing: super::Pa
     super::simd::holds_in_registers::<V, E>(head_dim, pairing)
 }
 
+/// Whether every one of `runs` falls on whole vectors of this backend's register form (for
+/// `avx512`, as [`holds_in_registers`]).
+#[cfg(feature = "avx512")]
+#[inline(always)]
+pub(super) fn splits_runs<E: Element>(pairing: super::Pairing, runs: &[crate::spec::Run]) -> bool {
+    super::simd::splits_runs::<V, E>(pairing, runs)
+}
+
 /// Whether [`run`] takes buffers of `E` at this scale ratio, converting in the rotation loop
 /// (ratio 1; `f16` with F16C); otherwise the caller stages them in `f32`.
 #[inline(always)]

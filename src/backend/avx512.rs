@@ -54,7 +54,7 @@ pub(crate) fn is_available() -> bool {
 
 /// The loop, for [`Backend::describe`](super::Backend::describe).
 pub(crate) const FORM: &str = if cfg!(feature = "avx2") {
-    "512-bit FMA up to 1 MiB; the avx2 loop (32 registers with AVX-512VL) beyond, not for interleaved pairs on AMD Zen 4+, and at any size for heads only 256-bit registers hold (d = 80 half); angles loaded once per token, heads in address order"
+    "512-bit FMA up to 1 MiB; the avx2 loop (32 registers with AVX-512VL) beyond, not for interleaved pairs on AMD Zen 4+, and at any size for heads or sections only 256-bit registers fit (d = 80 half); angles loaded once per token, heads in address order"
 } else {
     "512-bit FMA; each token's angles loaded once, its heads rotated in address order"
 };
@@ -85,22 +85,36 @@ pub(crate) fn fuses<E: Element>(ratio: f32) -> bool {
 /// groups: 1.05–1.2×; the bare `x = -x` stream too), while within L2 the 512-bit form is
 /// faster (ViT-S, 0.3 MiB: 0.93×). AMD Zen 4 and later keep the 512-bit loop for interleaved
 /// pairs at every size ([`WIDE_INTERLEAVED`](super::x86::WIDE_INTERLEAVED)), measured faster there.
-/// Heads that only the 256-bit form holds in registers take it at every size
+/// Heads or sections that only the 256-bit form holds in registers take it at every size
 /// ([`narrow_heads`]).
 #[cfg(feature = "avx2")]
 const BEYOND_L2_BYTES: usize = 1 << 20;
 
-/// Whether heads of `head_dim` values of `E` paired as `pairing` fit the 256-bit register
-/// form but not whole 512-bit vectors: full rotary, their floats (interleaved) or pairs (half
-/// layout) a multiple of 8, not of 16, and at most 64 — Qwen2-VL's vision tower (d = 80,
-/// half layout), d = 24, 40 or 56 interleaved. Such buffers take the 256-bit form at every
-/// size: the 512-bit loop would read their angles from memory, measured 1.2–1.9× slower on
-/// an AMD EPYC Zen 4 (README, "Backends").
+/// Whether heads of `head_dim` values of `E` paired as `pairing`, with sections `runs`, take
+/// the 256-bit register form and not the 512-bit one. Such buffers take the 256-bit form at
+/// every size; the 512-bit loops would read their angles from memory or stage a row per
+/// line. Two cases:
+/// - heads 512-bit vectors do not tile: full rotary, their floats (interleaved) or pairs
+///   (half layout) a multiple of 8, not of 16, and at most 64 — Qwen2-VL's vision tower
+///   (d = 80, half layout), d = 24, 40 or 56 interleaved; measured 1.2–1.9× slower on the
+///   512-bit loop on an AMD EPYC Zen 4;
+/// - heads both widths hold whose sections (`runs`) fall on whole 256-bit vectors but not
+///   on whole 512-bit ones: Qwen2-VL's M-RoPE (16/24/24 pairs, d = 128 half layout),
+///   CogVideoX at d = 64 (16/24/24 floats), 2-D axial d = 16 or 48 interleaved and d = 32 or
+///   96 half layout. The 512-bit loops stage a row per line or token for them; measured
+///   1.03–5.5× slower on the same Zen 4 (README, "Backends").
 #[cfg(feature = "avx2")]
 #[inline(always)]
-fn narrow_heads<E: Element>(head_dim: usize, pairing: super::Pairing) -> bool {
+fn narrow_heads<E: Element>(
+    head_dim: usize,
+    pairing: super::Pairing,
+    runs: &[crate::spec::Run],
+) -> bool {
+    use super::simd::{holds_in_registers, splits_runs};
     super::avx2::holds_in_registers::<E>(head_dim, pairing)
-        && !super::simd::holds_in_registers::<V, E>(head_dim, pairing)
+        && (!holds_in_registers::<V, E>(head_dim, pairing)
+            || (super::avx2::splits_runs::<E>(pairing, runs)
+                && !splits_runs::<V, E>(pairing, runs)))
 }
 
 /// Q15 tables: the `avx2` backend's integer loop (AVX-512 implies AVX2), bit for bit the
@@ -130,12 +144,25 @@ pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
         } else {
             job
         };
+        // The sections `narrow_heads` weighs: none for one token (a decode step), whose row
+        // is staged either way and measured a little slower on the 256-bit form (Qwen2-VL's
+        // M-RoPE, 28 heads: 210–212 against 215–220 ns on an AMD EPYC Zen 4). Read from a
+        // copy of the source: borrowing the job made LLVM pass it on through the stack with
+        // overlapping moves, a store-forwarding stall (+10 ns a call).
+        #[cfg(feature = "avx2")]
+        let angles = job.angles;
+        #[cfg(feature = "avx2")]
+        let runs = if job.x.len() > job.token_len {
+            angles.runs()
+        } else {
+            &[]
+        };
         #[cfg(feature = "avx2")]
         if super::avx2::converts::<E>()
             && ((size_of_val(job.x) > BEYOND_L2_BYTES
                 && !(job.pairing.layout == crate::config::Layout::Interleaved
                     && super::x86::features() & super::x86::WIDE_INTERLEAVED != 0))
-                || narrow_heads::<E>(job.head_dim, job.pairing))
+                || narrow_heads::<E>(job.head_dim, job.pairing, runs))
         {
             let wide = super::x86::AVX512VL | super::x86::F16C;
             if super::x86::features() & wide == wide {
@@ -522,12 +549,34 @@ unsafe fn rounded_below(v: __m512, hi: f32) -> __m512i {
 
 #[cfg(all(test, feature = "avx2"))]
 mod tests {
+    extern crate std;
     use super::narrow_heads;
     use crate::config::Layout::{self, Half, Interleaved};
+    use crate::spec::Run;
     use half::bf16;
 
     fn narrow(head_dim: usize, layout: Layout, pairs: usize) -> bool {
-        narrow_heads::<f32>(head_dim, super::super::Pairing { layout, pairs })
+        narrow_heads::<f32>(head_dim, super::super::Pairing { layout, pairs }, &[])
+    }
+
+    /// As `narrow`, for consecutive sections of `lens` pairs on axes 0, 1, ….
+    fn narrow_sections(head_dim: usize, layout: Layout, lens: &[usize]) -> bool {
+        let mut runs = std::vec::Vec::new();
+        let mut first = 0;
+        for (axis, &len) in lens.iter().enumerate() {
+            runs.push(Run {
+                first,
+                axis,
+                column: 0,
+                len,
+            });
+            first += len;
+        }
+        let pairing = super::super::Pairing {
+            layout,
+            pairs: first,
+        };
+        narrow_heads::<f32>(head_dim, pairing, &runs)
     }
 
     /// The 256-bit form is chosen exactly for full-rotary heads of at most eight 256-bit
@@ -555,7 +604,32 @@ mod tests {
             layout: Interleaved,
             pairs,
         };
-        assert!(narrow_heads::<bf16>(80, pairing(40)));
-        assert!(!narrow_heads::<bf16>(64, pairing(32)));
+        assert!(narrow_heads::<bf16>(80, pairing(40), &[]));
+        assert!(!narrow_heads::<bf16>(64, pairing(32), &[]));
+    }
+
+    /// Heads both widths hold take the 256-bit form exactly when their sections fall on whole
+    /// 256-bit vectors and not on whole 512-bit ones.
+    #[test]
+    fn narrow_sections_are_those_only_256_bit_vectors_split() {
+        // 2-D axial: sections of 4 and 12 pairs (8 and 24 floats) interleaved, 8 and 24 pairs
+        // in the half layout.
+        assert!(narrow_sections(16, Interleaved, &[4, 4]));
+        assert!(narrow_sections(48, Interleaved, &[12, 12]));
+        assert!(narrow_sections(32, Half, &[8, 8]));
+        assert!(narrow_sections(96, Half, &[24, 24]));
+        // Qwen2-VL's M-RoPE (16/24/24 pairs) and 16/24/24 floats interleaved.
+        assert!(narrow_sections(128, Half, &[16, 24, 24]));
+        assert!(narrow_sections(64, Interleaved, &[8, 12, 12]));
+        // Sections on whole 512-bit vectors, or on neither width: unchanged.
+        assert!(!narrow_sections(64, Half, &[16, 16]));
+        assert!(!narrow_sections(32, Interleaved, &[8, 8]));
+        assert!(!narrow_sections(64, Half, &[12, 20]));
+        assert!(!narrow_sections(72, Interleaved, &[18, 18]));
+        // More than eight 256-bit vectors (80 floats): no 256-bit register form.
+        assert!(!narrow_sections(80, Interleaved, &[20, 20]));
+        // Heads only 256-bit vectors hold take it whatever their sections.
+        assert!(narrow_sections(80, Half, &[20, 20]));
+        assert!(narrow_sections(40, Interleaved, &[10, 10]));
     }
 }

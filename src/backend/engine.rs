@@ -39,6 +39,14 @@ pub(crate) trait AngleSource<T = [f32; 2]>: Copy {
         pairing: Pairing,
         dir: Direction,
     );
+
+    /// The sections plan's runs, when the entries come from per-axis tables (none otherwise):
+    /// for a backend that picks its vector width by the runs' bounds (`avx512`).
+    #[cfg(all(target_arch = "x86_64", feature = "avx2", feature = "avx512"))]
+    #[inline(always)]
+    fn runs(&self) -> &[Run] {
+        &[]
+    }
 }
 
 /// One kernel call. Inlined into the token loops on hosted targets, so that an arch kernel
@@ -165,6 +173,12 @@ fn row_entries<T>(table: &[T], width: usize, index: u32, column: usize, count: u
 impl<const A: usize, P: Plan<A>, Po: Positions<A>, T: TableEntry> AngleSource<T>
     for Tables<'_, A, P, Po, T>
 {
+    #[cfg(all(target_arch = "x86_64", feature = "avx2", feature = "avx512"))]
+    #[inline(always)]
+    fn runs(&self) -> &[Run] {
+        self.runs
+    }
+
     #[inline(always)]
     fn rotate_tokens<K: Kernel<Entry = T>>(
         self,

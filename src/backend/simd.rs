@@ -1053,6 +1053,25 @@ pub(super) fn holds_in_registers<V: Vector, E: Element>(head_dim: usize, pairing
     register_vectors::<V>(head_dim, Form::of::<E>(pairing.layout), pairing.pairs).is_some()
 }
 
+/// Whether every one of `runs` starts and ends on a whole vector of `V`'s register form
+/// (`Kernel::splits`): then the grid loops prepare each section once per grid, and the
+/// token loops read the tables straight into registers.
+#[cfg(all(target_arch = "x86_64", feature = "avx2", feature = "avx512"))]
+#[inline(always)]
+pub(super) fn splits_runs<V: Vector, E: Element>(
+    pairing: Pairing,
+    runs: &[crate::spec::Run],
+) -> bool {
+    let unit = register_unit::<V>(Form::of::<E>(pairing.layout));
+    // A loop, not `Iterator::all`, which is not inlined into the dispatch.
+    for run in runs {
+        if !run.first.is_multiple_of(unit) || !run.len.is_multiple_of(unit) {
+            return false;
+        }
+    }
+    true
+}
+
 /// Pairs per vector of angles in the register form: `LANES / 2` interleaved, `LANES` half.
 #[inline(always)]
 fn register_unit<V: Vector>(form: Form) -> usize {
