@@ -1058,14 +1058,13 @@ pub(super) fn holds_in_registers<V: Vector, E: Element>(head_dim: usize, pairing
 /// token loops read the tables straight into registers.
 #[cfg(all(target_arch = "x86_64", feature = "avx2", feature = "avx512"))]
 #[inline(always)]
-pub(super) fn splits_runs<V: Vector, E: Element>(
+pub(super) fn splits_runs<V: Stored<E>, E: Element>(
     pairing: Pairing,
     runs: &[crate::spec::Run],
 ) -> bool {
-    let unit = register_unit::<V>(Form::of::<E>(pairing.layout));
     // A loop, not `Iterator::all`, which is not inlined into the dispatch.
     for run in runs {
-        if !run.first.is_multiple_of(unit) || !run.len.is_multiple_of(unit) {
+        if !<Simd<V, E> as Kernel>::splits(pairing, run.first, run.len) {
             return false;
         }
     }
