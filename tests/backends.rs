@@ -829,6 +829,30 @@ fn fused_backends_are_not_scalar() {
     }
 }
 
+/// The backend named `name`, when this build has it and this CPU runs it.
+fn available(name: &str) -> Option<Backend> {
+    Backend::ALL
+        .iter()
+        .copied()
+        .find(|b| b.name() == name && b.is_available())
+}
+
+/// Asserts that `op` gives the same bits with `avx512` as with `avx2` on `input` (when both
+/// are available).
+fn assert_avx512_is_avx2(input: &[f32], what: &str, op: &dyn Fn(Backend, &mut [f32])) {
+    if let (Some(avx2), Some(avx512)) = (available("avx2"), available("avx512")) {
+        let (mut want, mut got) = (input.to_vec(), input.to_vec());
+        op(avx2, &mut want);
+        op(avx512, &mut got);
+        assert!(
+            want.iter()
+                .zip(&got)
+                .all(|(w, g)| w.to_bits() == g.to_bits()),
+            "{what}: avx512 differs from avx2"
+        );
+    }
+}
+
 /// Buffers beyond L2 (over 2¹⁸ floats), which `avx512` rotates with its 256-bit form: every
 /// backend against scalar, and `avx512` bit for bit equal to `avx2`, on both sides of the
 /// threshold, both layouts and directions. Not under Miri (megabytes of data).
@@ -836,12 +860,6 @@ fn fused_backends_are_not_scalar() {
 #[cfg_attr(miri, ignore)]
 fn buffers_beyond_l2() {
     let mut rng = Rng(13);
-    let by_name = |name: &str| {
-        Backend::ALL
-            .iter()
-            .copied()
-            .find(|b| b.name() == name && b.is_available())
-    };
     // d = 128: heads whose angles fill 16 registers in the half layout (the 256-bit form's
     // 32-register compilation); d = 80: 5 vectors a half in the half layout, 10 vectors read
     // from memory interleaved (and not whole 512-bit vectors in either).
@@ -870,17 +888,7 @@ fn buffers_beyond_l2() {
                 };
                 let what = format!("{tokens} tokens d {d} {layout:?} {dir:?}");
                 compare(p, &x, &what, op);
-                if let (Some(avx2), Some(avx512)) = (by_name("avx2"), by_name("avx512")) {
-                    let (mut want, mut got) = (x.clone(), x.clone());
-                    op(avx2, &mut want);
-                    op(avx512, &mut got);
-                    assert!(
-                        want.iter()
-                            .zip(&got)
-                            .all(|(w, g)| w.to_bits() == g.to_bits()),
-                        "{what}: avx512 differs from avx2"
-                    );
-                }
+                assert_avx512_is_avx2(&x, &what, &op);
             }
         }
     }
@@ -896,25 +904,9 @@ fn buffers_beyond_l2() {
 #[cfg_attr(miri, ignore)]
 fn sections_on_256_bit_vectors_only() {
     let mut rng = Rng(14);
-    let by_name = |name: &str| {
-        Backend::ALL
-            .iter()
-            .copied()
-            .find(|b| b.name() == name && b.is_available())
-    };
     let check_both = |p: Pairing, x: &[f32], what: &str, op: &dyn Fn(Backend, &mut [f32])| {
         compare(p, x, what, op);
-        if let (Some(avx2), Some(avx512)) = (by_name("avx2"), by_name("avx512")) {
-            let (mut want, mut got) = (x.to_vec(), x.to_vec());
-            op(avx2, &mut want);
-            op(avx512, &mut got);
-            assert!(
-                want.iter()
-                    .zip(&got)
-                    .all(|(w, g)| w.to_bits() == g.to_bits()),
-                "{what}: avx512 differs from avx2"
-            );
-        }
+        assert_avx512_is_avx2(x, what, op);
     };
     let heads = 3;
     let mrope = preset::qwen2_vl_mrope(128, 1e6, [16, 24, 24]);
@@ -977,13 +969,7 @@ fn sections_on_256_bit_vectors_only() {
 /// 256 and special values. Skipped when this build or CPU lacks either backend.
 #[test]
 fn avx512_is_bit_identical_to_avx2() {
-    let by_name = |name: &str| {
-        Backend::ALL
-            .iter()
-            .copied()
-            .find(|b| b.name() == name && b.is_available())
-    };
-    let (Some(avx2), Some(avx512)) = (by_name("avx2"), by_name("avx512")) else {
+    let (Some(avx2), Some(avx512)) = (available("avx2"), available("avx512")) else {
         eprintln!("avx512 or avx2 not available here: skipped");
         return;
     };
