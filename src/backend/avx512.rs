@@ -54,7 +54,7 @@ pub(crate) fn is_available() -> bool {
 
 /// The loop, for [`Backend::describe`](super::Backend::describe).
 pub(crate) const FORM: &str = if cfg!(feature = "avx2") {
-    "512-bit FMA up to 1 MiB; the avx2 loop (32 registers with AVX-512VL) beyond, not for interleaved pairs on AMD Zen 4+, and at any size for heads or sections only 256-bit registers fit (d = 80 half); angles loaded once per token, heads in address order"
+    "512-bit FMA up to 1 MiB; the avx2 loop (32 registers with AVX-512VL) beyond, not for interleaved pairs on AMD Zen 4+ and Intel model 207, and at any size for heads or sections only 256-bit registers fit (d = 80 half); angles loaded once per token, heads in address order"
 } else {
     "512-bit FMA; each token's angles loaded once, its heads rotated in address order"
 };
@@ -83,8 +83,9 @@ pub(crate) fn fuses<E: Element>(ratio: f32) -> bool {
 /// angles, 75.9 → 64–68 µs on an AMD EPYC Zen 4). Streaming from and to memory, 512-bit
 /// stores measured slower than 256-bit ones on an Intel Xeon (family 6, model 167; 3–32 MiB
 /// groups: 1.05–1.2×; the bare `x = -x` stream too), while within L2 the 512-bit form is
-/// faster (ViT-S, 0.3 MiB: 0.93×). AMD Zen 4 and later keep the 512-bit loop for interleaved
-/// pairs at every size ([`WIDE_INTERLEAVED`](super::x86::WIDE_INTERLEAVED)), measured faster there.
+/// faster (ViT-S, 0.3 MiB: 0.93×). AMD Zen 4 and later and the Intel Xeon of model 207 (Emerald
+/// Rapids) keep the 512-bit loop for interleaved pairs at every size
+/// ([`WIDE_INTERLEAVED`](super::x86::WIDE_INTERLEAVED)), measured faster there.
 /// Heads or sections that only the 256-bit form holds in registers take it at every size
 /// ([`narrow_heads`]).
 #[cfg(feature = "avx2")]
