@@ -277,7 +277,8 @@ mod tests {
         assert!(wide_interleaved(&cpu(amd, 0x19, 0x11)));
         assert!(wide_interleaved(&cpu(amd, 0x19, 0x61)));
         assert!(wide_interleaved(&cpu(amd, 0x1a, 0x02)));
-        // Zen 2 (and Zen 3, family 0x19, which has no AVX-512F: `detect` never asks).
+        // Zen 2. (Zen 3 is family 0x19 too, but has no AVX-512F, without which `detect`
+        // never sets the flag.)
         assert!(!wide_interleaved(&cpu(amd, 0x17, 0x31)));
         // Emerald Rapids.
         assert!(wide_interleaved(&cpu(intel, 6, 207)));
