@@ -192,7 +192,7 @@ impl<const A: usize, P: Plan<A>, Po: Positions<A>, T: TableEntry> AngleSource<T>
         let assign = plan.assign();
         let order = self.positions.order();
         let mut slot = MaybeUninit::uninit();
-        let row = K::Row::init(&mut slot, pairing.pairs);
+        let row = K::Row::init(&mut slot);
         let mut sink = Sink::<K>::new(row, head_dim, pairing, dir);
         match assign {
             Assign::Sections(_) => {
@@ -433,18 +433,17 @@ impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
                 pairs: line_tokens * run.len,
                 ..sink.pairing
             };
-            let table = if width == run.len && run.column == 0 {
+            let table = K::Row::init(&mut slot);
+            if width == run.len && run.column == 0 {
                 // The run is the axis' whole row: the line's entries are contiguous, and
                 // prepared in one call (a small grid's setup is a tenth of its time).
-                K::prepare_row(&mut slot, pairing, sink.dir, cols)
+                K::prepare(table, pairing, sink.dir, 0, cols);
             } else {
-                let table = K::Row::init(&mut slot, pairing.pairs);
                 for (t, col) in cols.chunks(width).take(line_tokens).enumerate() {
                     let col = col.get(..run.len).unwrap_or(col);
                     K::prepare(table, pairing, sink.dir, t * run.len, col);
                 }
-                table
-            };
+            }
             // One shared section (2-D axial): it is prepared for every line as well, and the
             // grid rotated in one pass, without staging a row and setting up per line (most
             // of a small grid's cost otherwise).
@@ -461,21 +460,20 @@ impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
                     // contiguous (as above).
                     let contiguous =
                         A == 2 && shared_width == Some(shared_run.len) && shared_run.column == 0;
-                    let rows = if contiguous {
+                    let rows = K::Row::init(&mut rows_slot);
+                    if contiguous {
                         let table = self.tables.get(shared_run.axis).copied().unwrap_or(&[]);
                         let entries =
                             row_entries(table, shared_run.len, origin[0], 0, pairing.pairs);
-                        K::prepare_row(&mut rows_slot, pairing, sink.dir, entries)
+                        K::prepare(rows, pairing, sink.dir, 0, entries);
                     } else {
-                        let rows = K::Row::init(&mut rows_slot, pairing.pairs);
                         let mut position = origin;
                         for l in 0..lines {
                             let entries = self.run_entries(shared_run, &position);
                             K::prepare(rows, pairing, sink.dir, l * shared_run.len, entries);
                             next_line(&mut position, origin, extents);
                         }
-                        rows
-                    };
+                    }
                     let rows = (&*rows, (shared_run.first, shared_run.len));
                     let cols = (&*table, (run.first, run.len));
                     let (head_dim, pairing) = (sink.head_dim, sink.pairing);
@@ -661,7 +659,7 @@ impl<const A: usize, P: Plan<A>, C: CoordSource<A>> AngleSource for Computed<'_,
         let assign = self.plan.assign();
         let mut chunk = [[0f32; 2]; CHUNK];
         let mut slot = MaybeUninit::uninit();
-        let row = K::Row::init(&mut slot, pairing.pairs);
+        let row = K::Row::init(&mut slot);
         let mut sink = Sink::<K>::new(row, head_dim, pairing, dir);
         let tokens = Tokens::new(x, token_len);
         for (token, coordinate) in tokens.zip(self.coords.coordinates()) {

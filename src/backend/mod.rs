@@ -71,21 +71,6 @@ pub(crate) trait Kernel {
     ) {
     }
 
-    /// A row in `slot` for `pairing.pairs` pairs, with `entries` staged from pair 0 (as
-    /// [`Row::init`](RowBuffer::init) then [`prepare`](Kernel::prepare) from 0; SIMD rows skip
-    /// zeroing the floats the entries overwrite).
-    #[inline(always)]
-    fn prepare_row<'r>(
-        slot: &'r mut MaybeUninit<Self::Row>,
-        pairing: Pairing,
-        dir: Direction,
-        entries: &[Self::Entry],
-    ) -> &'r mut Self::Row {
-        let row = Self::Row::init(slot, pairing.pairs);
-        Self::prepare(row, pairing, dir, 0, entries);
-        row
-    }
-
     /// Rotates pairs `0 .. pairing.pairs` of every head in `x` (whole heads) by `row`, or by
     /// `direct`'s entries, not staged in the row, when given (for runs that
     /// [`runs_in_registers`](Kernel::runs_in_registers) accepts).
@@ -231,8 +216,8 @@ pub(crate) type Direct<'d, S> = (&'d [crate::spec::Run], Direction, &'d S);
 
 /// Storage for a kernel's row, initialised in place (a row is kilobytes: never moved).
 pub(crate) trait RowBuffer: Sized {
-    /// A row for rotations of up to `pairs` pairs, in `slot`.
-    fn init(slot: &mut MaybeUninit<Self>, pairs: usize) -> &mut Self;
+    /// An empty row in `slot`: nothing staged.
+    fn init(slot: &mut MaybeUninit<Self>) -> &mut Self;
 }
 
 /// The row of kernels without rows.
@@ -240,7 +225,7 @@ pub(crate) struct NoRow;
 
 impl RowBuffer for NoRow {
     #[inline(always)]
-    fn init(slot: &mut MaybeUninit<Self>, _pairs: usize) -> &mut Self {
+    fn init(slot: &mut MaybeUninit<Self>) -> &mut Self {
         slot.write(NoRow)
     }
 }

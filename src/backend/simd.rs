@@ -44,55 +44,61 @@ pub(super) const ROW_PAIRS: usize = 512;
 /// `b[2k] = ∓sin_k`, `b[2k+1] = ±sin_k`; half layout, `a[k] = cos_k`, `b[k] = ±sin_k` (the
 /// upper sign for [`Direction::Forward`]).
 ///
-/// Only the floats a rotation of `pairs` pairs can touch — `2·pairs` and a vector's worth of
-/// padding, which a tail's whole-vector load reads — are initialised (to zero by
-/// [`RowBuffer::init`](super::RowBuffer::init); staged, and zero after, by
-/// [`Kernel::prepare_row`](super::Kernel::prepare_row)): a row costs nothing for the sizes a
-/// call does not use.
+/// Only the floats staged by [`Kernel::prepare`](super::Kernel::prepare) and a vector's worth
+/// of padding after them, which a tail's whole-vector load reads, are initialised — a prefix
+/// of each array, of length `floats`, that the loops check before reading: a row costs
+/// nothing for the sizes a call does not use, and nothing is written twice (zeroing the row
+/// before staging it was a tenth of a one-head decode step on an Intel Xeon, family 6,
+/// model 207).
 #[repr(C, align(64))]
 pub(super) struct Row {
     a: [MaybeUninit<f32>; ROW_FLOATS],
     b: [MaybeUninit<f32>; ROW_FLOATS],
-    /// The pairs initialised (their floats and a vector of padding): what the loops check
-    /// before reading, so that no safe caller can make them read uninitialised floats.
-    pairs: usize,
+    /// Floats `.. floats` of each array are initialised.
+    floats: usize,
 }
 
-/// Floats of each row array: two per pair, and a vector's worth of padding.
-const ROW_FLOATS: usize = 2 * ROW_PAIRS + 16;
+/// Floats of padding after a row's staged floats: a vector's worth on every backend.
+const PADDING: usize = 16;
+
+/// Floats of each row array: two per pair, and the padding.
+const ROW_FLOATS: usize = 2 * ROW_PAIRS + PADDING;
 
 impl super::RowBuffer for Row {
     #[inline(always)]
-    fn init(slot: &mut MaybeUninit<Self>, pairs: usize) -> &mut Self {
-        // SAFETY: nothing is left for the caller to write.
-        unsafe { Row::zeroed_from(slot, pairs, 0) }
+    fn init(slot: &mut MaybeUninit<Self>) -> &mut Self {
+        let p = slot.as_mut_ptr();
+        // SAFETY: `p` points to the slot's `Row`; its `floats` field is written through a raw
+        // pointer, without a reference to the uninitialised struct.
+        unsafe { core::ptr::addr_of_mut!((*p).floats).write(0) };
+        // SAFETY: `floats` is initialised just now, and the other fields are arrays of
+        // `MaybeUninit<f32>`, for which any bytes, initialised or not, are a valid value.
+        unsafe { slot.assume_init_mut() }
     }
 }
 
 impl Row {
-    /// A row for `pairs` pairs in `slot` whose floats from `written` on (to `2·pairs` and a
-    /// vector of padding) are zeroed.
-    ///
-    /// # Safety
-    ///
-    /// The row claims `pairs` pairs initialised: the caller writes each array's floats
-    /// `.. written` before any loop reads the row.
+    /// The pairs a loop reading the row in `layout` may take: their floats and the padding
+    /// after them are initialised.
     #[inline(always)]
-    unsafe fn zeroed_from(slot: &mut MaybeUninit<Self>, pairs: usize, written: usize) -> &mut Self {
-        let pairs = pairs.min(ROW_PAIRS);
-        let p = slot.as_mut_ptr();
-        // SAFETY: `p` points to the slot's `Row`; its `pairs` field is written through a raw
-        // pointer, without a reference to the uninitialised struct.
-        unsafe { core::ptr::addr_of_mut!((*p).pairs).write(pairs) };
-        // SAFETY: `pairs` is initialised just now, and the other fields are arrays of
-        // `MaybeUninit<f32>`, for which any bytes, initialised or not, are a valid value.
-        let row = unsafe { slot.assume_init_mut() };
-        for array in [&mut row.a, &mut row.b] {
-            for v in array.iter_mut().take(2 * pairs + 16).skip(written) {
+    fn pairs(&self, layout: Layout) -> usize {
+        let floats = self.floats.saturating_sub(PADDING);
+        match layout {
+            Layout::Interleaved => floats / 2,
+            Layout::Half => floats,
+        }
+    }
+
+    /// Zeroes each array's floats from the initialised prefix to `end`, extending it.
+    #[inline(always)]
+    fn zero_to(&mut self, end: usize) {
+        let end = end.min(ROW_FLOATS);
+        for array in [&mut self.a, &mut self.b] {
+            for v in array.get_mut(self.floats..end).unwrap_or(&mut []) {
                 v.write(0.0);
             }
         }
-        row
+        self.floats = self.floats.max(end);
     }
 }
 
@@ -509,7 +515,9 @@ fn sine_sign(dir: Direction) -> f32 {
     }
 }
 
-/// Writes pairs `first .. first + entries.len()` of `row` (already clipped to the row).
+/// Writes pairs `first .. first + entries.len()` of `row` (already clipped to the row) and
+/// keeps its initialised floats a prefix: a gap before them (runs staged out of pair order)
+/// and the padding after them are zeroed, unless already initialised.
 ///
 /// # Safety
 ///
@@ -527,6 +535,12 @@ unsafe fn prepare<V: Vector>(
     first: usize,
     entries: &[[f32; 2]],
 ) {
+    let scale = match layout {
+        Layout::Interleaved => 2,
+        Layout::Half => 1,
+    };
+    let (start, end) = (scale * first, scale * (first + entries.len()));
+    row.zero_to(start);
     // The direction a constant inside in optimised builds (the driver does not specialise on
     // it for SIMD kernels): the sign folds away forward and into a sign flip inverse, instead
     // of a multiply per staged vector on the pipes the rotation's FMAs need (`large_bf16`,
@@ -544,6 +558,26 @@ unsafe fn prepare<V: Vector>(
     #[cfg(debug_assertions)]
     unsafe {
         prepare_in::<V>(row, layout, dir, first, entries)
+    }
+    // Floats `.. end` are initialised now.
+    if row.floats <= end {
+        let (a, b) = (
+            row.a.as_mut_ptr().cast::<f32>(),
+            row.b.as_mut_ptr().cast::<f32>(),
+        );
+        const { assert!(PADDING.is_multiple_of(V::LANES)) };
+        // SAFETY: the instruction set is available (caller); `end + PADDING ≤ ROW_FLOATS`
+        // (`first + entries.len() ≤ ROW_PAIRS`), and `PADDING` is whole vectors.
+        unsafe {
+            let zero = V::splat(0.0);
+            for i in (0..PADDING).step_by(V::LANES) {
+                zero.store(a.add(end + i));
+                zero.store(b.add(end + i));
+            }
+        }
+        row.floats = end + PADDING;
+    } else {
+        row.zero_to(end + PADDING);
     }
 }
 
@@ -1325,7 +1359,7 @@ unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize>(
     let mut line = 0;
     while line_len != 0 && line + line_len <= len {
         // The row's vectors, once for the whole line: reloading them for every token made a
-        // small grid's token loop load-bound (Zen 4, with `prepare_row`'s tables: `tiny`
+        // small grid's token loop load-bound (Zen 4, with the tables staged once: `tiny`
         // 281 → 232 ns, `vit_s` 3.51 → 3.16 µs).
         for j in 0..N {
             if !in_section(j) {
@@ -1545,32 +1579,6 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         unsafe { prepare::<V>(row, layout, dir, first_pair, entries) }
     }
 
-    /// Zeroes only what follows the staged entries: a small grid's two tables were zeroed,
-    /// then overwritten, in every call (2.3 KB for `tiny`: 4–7 % of its time on a Zen 4).
-    #[inline(always)]
-    fn prepare_row<'r>(
-        slot: &'r mut MaybeUninit<Row>,
-        pairing: Pairing,
-        dir: Direction,
-        entries: &[[f32; 2]],
-    ) -> &'r mut Row {
-        // The row holds only the pairs staged: a reader checks `row.pairs`, so a short
-        // `entries` (never, from the engine) leaves nothing uninitialised behind it.
-        let pairs = pairing.pairs.min(ROW_PAIRS).min(entries.len());
-        let entries = entries.get(..pairs).unwrap_or(&[]);
-        let pairing = Pairing { pairs, ..pairing };
-        // The floats `prepare` writes of each array: two per pair interleaved, one half.
-        let written = match Form::of::<E>(pairing.layout).row() {
-            Layout::Interleaved => 2 * pairs,
-            Layout::Half => pairs,
-        };
-        // SAFETY: `prepare` writes the floats of pairs `0 .. pairs` — `.. written` of each
-        // array — before the row is returned to anything that reads it.
-        let row = unsafe { Row::zeroed_from(slot, pairs, written) };
-        Self::prepare(row, pairing, dir, 0, entries);
-        row
-    }
-
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn rotate_row<S: super::RunEntries<[f32; 2]>>(
@@ -1580,15 +1588,21 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         row: &Row,
         direct: Option<super::Direct<'_, S>>,
     ) {
-        // The engine initialises the row for every pair it rotates; a row initialised for
-        // fewer is a bug there (the pairs beyond are left as they are), not undefined
-        // behaviour here.
-        debug_assert!(pairing.pairs.min(head_dim / 2) <= row.pairs);
-        let pairs = pairing.pairs.min(head_dim / 2).min(row.pairs);
         if head_dim == 0 {
             return;
         }
         let form = Form::of::<E>(pairing.layout);
+        let pairs = pairing.pairs.min(head_dim / 2).min(ROW_PAIRS);
+        let entries = direct.and_then(|d| register_entries::<V, S>(form, head_dim, pairs, d));
+        // The engine stages the row for every pair it rotates from it; a row staged for fewer
+        // is a bug there (the pairs beyond are left as they are), not undefined behaviour
+        // here.
+        debug_assert!(entries.is_some() || pairs <= row.pairs(form.row()));
+        let pairs = if entries.is_some() {
+            pairs
+        } else {
+            pairs.min(row.pairs(form.row()))
+        };
         let (a, b) = (row.a.as_ptr().cast(), row.b.as_ptr().cast());
         let angles = Angles {
             a,
@@ -1596,11 +1610,12 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
             first: 0,
             end: 0,
             split: (a, b),
-            entries: direct.and_then(|d| register_entries::<V, S>(form, head_dim, pairs, d)),
+            entries,
         };
-        // SAFETY: as in `prepare`; `pairs ≤ ROW_PAIRS`, `2·pairs ≤ head_dim`; the row's
-        // first `2·pairs` floats and a vector of padding are initialised (`row.pairs`);
-        // `entries` as `register_entries` promises.
+        // SAFETY: as in `prepare`; `pairs ≤ ROW_PAIRS`, `2·pairs ≤ head_dim`; without
+        // `entries`, the row's floats of `pairs` pairs and the padding after them are
+        // initialised (`row.pairs`); with them, the heads are the register form's whole
+        // vectors, read from `entries` as `register_entries` promises, not from the row.
         unsafe { rotate::<V, E>(x, head_dim, form, pairs, angles) }
     }
 
@@ -1654,26 +1669,26 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
     ) -> bool {
         let pairs = pairing.pairs.min(head_dim / 2).min(ROW_PAIRS);
         let end = first + len;
-        // `tokens · len ≤ table.pairs` (the pairs the table initialised) for the line's
+        let form = Form::of::<E>(pairing.layout);
+        let layout = form.row();
+        // `tokens · len ≤ table.pairs(layout)` (the pairs the table staged) for the line's
         // `tokens = line.len() / token_len`, checked without a division (one per line
-        // otherwise): `line.len() · len ≤ table.pairs · token_len` implies it, and is the same
+        // otherwise): `line.len() · len ≤ table.pairs(layout) · token_len` implies it, the same
         // condition for a line of whole tokens.
         let fits = line.len().checked_mul(len).is_some_and(|n| {
             token_len
-                .checked_mul(table.pairs)
+                .checked_mul(table.pairs(layout))
                 .is_none_or(|limit| n <= limit)
         });
         if head_dim == 0
             || token_len == 0
             || end > pairs
-            || pairs > row.pairs
+            || pairs > row.pairs(layout)
             || !fits
             || !Self::splits(pairing, first, len)
         {
             return false;
         }
-        let form = Form::of::<E>(pairing.layout);
-        let layout = form.row();
         let scale = match layout {
             Layout::Interleaved => 2,
             Layout::Half => 1,
@@ -1697,10 +1712,10 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
             ($($n:literal)*) => {
                 match register_vectors::<V>(head_dim, form, pairs) {
                     // SAFETY: the instruction set is available (`Simd<V>` only runs inside
-                    // its arch file's `run`); the heads are exactly `n` vectors; the row's
-                    // first `2·pairs` floats and the table's first `2·tokens·len` (and a
-                    // vector of padding each) are initialised (`row.pairs`, `fits`); `first`
-                    // and `end` are multiples of a vector (`splits`).
+                    // its arch file's `run`); the heads are exactly `n` vectors; the floats of
+                    // the row's `pairs` pairs and of the table's `tokens·len` (and the padding
+                    // after each) are initialised (`Row::pairs`, `fits`); `first` and `end`
+                    // are multiples of a vector (`splits`).
                     $(Some($n) => unsafe {
                         let line_len = line.len();
                         line_in_registers::<V, E, $n>(
@@ -1742,17 +1757,18 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         // of the two tables.
         let covers = (row_first == 0 && row_end == first && end == pairs)
             || (first == 0 && end == row_first && row_end == pairs);
+        let form = Form::of::<E>(pairing.layout);
+        let layout = form.row();
         // As in `rotate_line_split`: a line's tokens fit the table.
         let fits = line_len.checked_mul(len).is_some_and(|n| {
             token_len
-                .checked_mul(table.pairs)
+                .checked_mul(table.pairs(layout))
                 .is_none_or(|limit| n <= limit)
         });
-        let form = Form::of::<E>(pairing.layout);
-        let layout = form.row();
         // At most `lines` lines are rotated: the rows table holds no more.
         let whole = lines.checked_mul(line_len).map(|n| n.min(x.len()));
-        let (Some(whole), true) = (whole, lines.saturating_mul(row_len) <= rows.pairs) else {
+        let (Some(whole), true) = (whole, lines.saturating_mul(row_len) <= rows.pairs(layout))
+        else {
             return false;
         };
         if token_len == 0
@@ -1794,9 +1810,9 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
                     // SAFETY: the instruction set is available (`Simd<V>` only runs inside
                     // its arch file's `run`); the heads are exactly `n` vectors; every vector
                     // of a head lies in one of the two sections (`covers`), on whole vectors
-                    // (`splits`); the rows table's first `2·lines·row_len` floats and the
-                    // table's first `2·tokens·len` are initialised (`rows.pairs`, `fits`),
-                    // and at most `lines` lines of at most `table.pairs / len` tokens are
+                    // (`splits`); the floats of the rows table's `lines·row_len` pairs and of
+                    // the table's `tokens·len` are initialised (`Row::pairs`, `fits`), and at
+                    // most `lines` lines of at most `table.pairs(layout) / len` tokens are
                     // rotated.
                     $(Some($n) => unsafe {
                         line_in_registers::<V, E, $n>(
@@ -1868,7 +1884,7 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
             return;
         }
         let mut slot = MaybeUninit::uninit();
-        let row = <Row as super::RowBuffer>::init(&mut slot, pairs);
+        let row = <Row as super::RowBuffer>::init(&mut slot);
         let mut sums = [[0f32; 2]; 64];
         let heads = super::Tokens::new(x, head_dim);
         for ((head, a), b) in heads.zip(a.chunks_exact(pairs)).zip(b.chunks_exact(pairs)) {
