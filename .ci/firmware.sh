@@ -44,7 +44,10 @@ have timeout || missing+=(coreutils)
 if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
 rustup target add thumbv7em-none-eabihf thumbv6m-none-eabi thumbv8m.main-none-eabihf \
     riscv32imac-unknown-none-elf >/dev/null
-have defmt-print || cargo install defmt-print --locked
+# Pinned (as hardening.sh pins its tools): the version these checks last passed with.
+DEFMT_PRINT_VERSION=1.2.0
+[ "$(defmt-print --version 2>/dev/null | head -n 1)" = "defmt-print $DEFMT_PRINT_VERSION" ] ||
+    cargo install defmt-print --version "$DEFMT_PRINT_VERSION" --locked
 OBJDUMP=arm-none-eabi-objdump
 NM=arm-none-eabi-nm
 # One instruction per translation block, so every executed instruction is one trace line

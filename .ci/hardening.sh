@@ -28,6 +28,11 @@ cd "$(dirname "$0")/.."
 
 FUZZ_SECONDS="${FUZZ_SECONDS:-45}"
 FUZZ_MAX_LEN=512
+# The nightly and the tools are pinned, so that a new release cannot fail a run of unchanged
+# code: the versions these checks last passed with (update them together, and run this
+# script, when a newer Miri is wanted).
+NIGHTLY=nightly-2026-10-30
+CARGO_FUZZ_VERSION=0.13.2
 
 # Each step prints how long the previous one took (CI time is budgeted: keep the whole
 # run under 25 minutes).
@@ -38,19 +43,19 @@ step() {
 }
 start=$SECONDS
 
-step "install: nightly with miri and rust-src, cargo-fuzz (only if missing)"
-installed="$(rustup component list --toolchain nightly --installed 2>/dev/null || true)"
+step "install: $NIGHTLY with miri and rust-src, cargo-fuzz $CARGO_FUZZ_VERSION (only if missing)"
+installed="$(rustup component list --toolchain "$NIGHTLY" --installed 2>/dev/null || true)"
 if ! grep -q '^miri' <<<"$installed" || ! grep -q '^rust-src' <<<"$installed"; then
-    rustup toolchain install nightly --profile minimal --component miri,rust-src
+    rustup toolchain install "$NIGHTLY" --profile minimal --component miri,rust-src
 else
-    echo "nightly with miri and rust-src: present"
+    echo "$NIGHTLY with miri and rust-src: present"
 fi
-if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
-    cargo install cargo-fuzz --locked
+if [ "$(cargo +"$NIGHTLY" fuzz --version 2>/dev/null)" != "cargo-fuzz $CARGO_FUZZ_VERSION" ]; then
+    cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked
 else
-    echo "cargo-fuzz: present ($(cargo +nightly fuzz --version))"
+    echo "cargo-fuzz: present ($(cargo +"$NIGHTLY" fuzz --version))"
 fi
-cargo +nightly miri setup
+cargo +"$NIGHTLY" miri setup
 
 # The targets instantiate every plan, axis count, element type and backend: an optimised ASan
 # build takes 11 minutes here (16 codegen units), an unoptimised one 2 (with line tables
@@ -68,7 +73,7 @@ fuzz_build=
 fuzzers=()
 trap 'for pid in "$fuzz_build" "${fuzzers[@]}"; do [ -z "$pid" ] || kill "$pid" 2>/dev/null || true; done
     rm -rf "$scratch"' EXIT
-(cd fuzz && exec cargo +nightly fuzz build "${FUZZ_BUILD[@]}") >"$scratch/fuzz-build.log" 2>&1 &
+(cd fuzz && exec cargo +"$NIGHTLY" fuzz build "${FUZZ_BUILD[@]}") >"$scratch/fuzz-build.log" 2>&1 &
 fuzz_build=$!
 
 # A test run with a name filter, which fails when the filter matched no test (after a rename,
@@ -92,32 +97,32 @@ if [[ "$(uname -m)" == x86_64 ]]; then
     # The scalar backend is compared in the AVX2 and AVX-512 runs below, and portable forbids
     # `unsafe` (only `wide`'s SSE2 internals would be new here): the lib and errors suffice.
     step "miri: default build (lib, tests/errors.rs)"
-    CARGO_TARGET_DIR=target/miri-plain cargo +nightly miri test --features std --lib --test errors
+    CARGO_TARGET_DIR=target/miri-plain cargo +"$NIGHTLY" miri test --features std --lib --test errors
 else
     step "miri: scalar + portable (lib, tests/errors.rs, tests/backends.rs)"
-    CARGO_TARGET_DIR=target/miri-plain cargo +nightly miri test "${MIRI_TESTS[@]}"
+    CARGO_TARGET_DIR=target/miri-plain cargo +"$NIGHTLY" miri test "${MIRI_TESTS[@]}"
 fi
 
 step "miri: the C interface's boundary code (capi/: handles, pointer checks, overlap)"
-CARGO_TARGET_DIR=target/miri-plain cargo +nightly miri test -p rope2d-capi --lib
+CARGO_TARGET_DIR=target/miri-plain cargo +"$NIGHTLY" miri test -p rope2d-capi --lib
 
 if [[ "$(uname -m)" == x86_64 ]]; then
     # The avx2 backend's code is the same under both flag sets, and the AVX-512 run below
     # compares it too; this run covers what differs without AVX-512 (no F16C, `wide` on AVX2).
     step "miri: RUSTFLAGS='-C target-feature=+avx2,+fma' (lib, tests/errors.rs)"
     CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="-C target-feature=+avx2,+fma" \
-        cargo +nightly miri test --features std --lib --test errors
+        cargo +"$NIGHTLY" miri test --features std --lib --test errors
     step "miri: the element conversions (AVX2 bf16 / i16 / i8, the staging), tests/elements.rs"
     # The bit-pattern test reaches every conversion path; the others are too slow under Miri.
     CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="-C target-feature=+avx2,+fma" \
-        filtered cargo +nightly miri test --features std --test elements -- every_bit_pattern element_errors
+        filtered cargo +"$NIGHTLY" miri test --features std --test elements -- every_bit_pattern element_errors
     step "miri: the Q15 integer vector loop (AVX2 vpmaddwd), tests/q15.rs on small shapes"
     CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="-C target-feature=+avx2,+fma" \
-        filtered cargo +nightly miri test --features std --test q15 -- small_rotations
+        filtered cargo +"$NIGHTLY" miri test --features std --test q15 -- small_rotations
     step "miri: + avx512 backend, RUSTFLAGS='-C target-feature=+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx2,+fma'"
     CARGO_TARGET_DIR=target/miri-avx512 \
         RUSTFLAGS="-C target-feature=+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx2,+fma" \
-        cargo +nightly miri test "${MIRI_TESTS[@]}"
+        cargo +"$NIGHTLY" miri test "${MIRI_TESTS[@]}"
 else
     step "miri: avx2 and avx512 backends skipped (host is $(uname -m), not x86_64)"
 fi
@@ -133,7 +138,7 @@ fuzz_build=
 tail -n 3 "$scratch/fuzz-build.log"
 cd fuzz
 # Not `for target in $(cargo fuzz list)`: a failed or empty list would fuzz nothing and pass.
-listed=$(cargo +nightly fuzz list)
+listed=$(cargo +"$NIGHTLY" fuzz list)
 mapfile -t targets <<<"$listed"
 if [ "${#targets[@]}" != "$(grep -c '^\[\[bin\]\]' Cargo.toml)" ]; then
     echo "fuzz targets listed (${targets[*]}) are not the [[bin]]s of fuzz/Cargo.toml"
@@ -145,7 +150,7 @@ step "fuzz: ${targets[*]} side by side, ${FUZZ_SECONDS}s each (-max_len=$FUZZ_MA
 fuzzers=()
 for target in "${targets[@]}"; do
     mkdir -p "$scratch/$target" "corpus/$target"
-    cargo +nightly fuzz run "${FUZZ_BUILD[@]}" "$target" "$scratch/$target" "corpus/$target" -- \
+    cargo +"$NIGHTLY" fuzz run "${FUZZ_BUILD[@]}" "$target" "$scratch/$target" "corpus/$target" -- \
         -max_total_time="$FUZZ_SECONDS" -max_len="$FUZZ_MAX_LEN" -timeout=30 \
         -print_final_stats=1 >"$scratch/fuzz-$target.log" 2>&1 &
     fuzzers+=($!)
