@@ -64,6 +64,16 @@ const PADDING: usize = 16;
 /// Floats of each row array: two per pair, and the padding.
 const ROW_FLOATS: usize = 2 * ROW_PAIRS + PADDING;
 
+/// Floats a pair takes in each row array of `layout`'s form: interleaved, `[c, c]` and
+/// `[∓s, ±s]`; half, one cosine and one sine.
+#[inline(always)]
+const fn floats_per_pair(layout: Layout) -> usize {
+    match layout {
+        Layout::Interleaved => 2,
+        Layout::Half => 1,
+    }
+}
+
 impl super::RowBuffer for Row {
     #[inline(always)]
     fn init(slot: &mut MaybeUninit<Self>) -> &mut Self {
@@ -82,11 +92,7 @@ impl Row {
     /// after them are initialised.
     #[inline(always)]
     fn pairs(&self, layout: Layout) -> usize {
-        let floats = self.floats.saturating_sub(PADDING);
-        match layout {
-            Layout::Interleaved => floats / 2,
-            Layout::Half => floats,
-        }
+        self.floats.saturating_sub(PADDING) / floats_per_pair(layout)
     }
 
     /// Zeroes each array's floats from the initialised prefix to `end`, extending it.
@@ -535,10 +541,7 @@ unsafe fn prepare<V: Vector>(
     first: usize,
     entries: &[[f32; 2]],
 ) {
-    let scale = match layout {
-        Layout::Interleaved => 2,
-        Layout::Half => 1,
-    };
+    let scale = floats_per_pair(layout);
     let (start, end) = (scale * first, scale * (first + entries.len()));
     row.zero_to(start);
     // The direction a constant inside in optimised builds (the driver does not specialise on
@@ -559,7 +562,8 @@ unsafe fn prepare<V: Vector>(
     unsafe {
         prepare_in::<V>(row, layout, dir, first, entries)
     }
-    // Floats `.. end` are initialised now.
+    // Floats `.. end` are initialised now. The padding, when none of it is, as whole vector
+    // stores (a variable-length zeroing is a `memset` call).
     if row.floats <= end {
         let (a, b) = (
             row.a.as_mut_ptr().cast::<f32>(),
@@ -1689,10 +1693,7 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         {
             return false;
         }
-        let scale = match layout {
-            Layout::Interleaved => 2,
-            Layout::Half => 1,
-        };
+        let scale = floats_per_pair(layout);
         let (ra, rb) = (row.a.as_ptr().cast::<f32>(), row.b.as_ptr().cast::<f32>());
         let (ta, tb) = (
             table.a.as_ptr().cast::<f32>(),
@@ -1780,10 +1781,7 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
             return false;
         }
         let x = x.get_mut(..whole).unwrap_or(&mut []);
-        let scale = match layout {
-            Layout::Interleaved => 2,
-            Layout::Half => 1,
-        };
+        let scale = floats_per_pair(layout);
         // Line `l` reads the rows table's pairs `l·row_len ..` for pairs `row_first ..`, token
         // `t` the table's pairs `t·len ..` for pairs `first ..` (shifted arrays, as in
         // `rotate_line_split`).
