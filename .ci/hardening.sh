@@ -4,7 +4,8 @@
 #      and tests/errors.rs as built by default and with AVX2 + FMA enabled at compile time
 #      (the AVX2 element conversions also run tests/elements.rs there, the Q15 integer loop
 #      a small tests/q15.rs case), the C interface's
-#      tests, and the lib, tests/errors.rs and tests/backends.rs with AVX-512 enabled
+#      tests, and (beside those, on the other core) the lib, tests/errors.rs and
+#      tests/backends.rs with AVX-512 enabled
 #      (`wide` needs AVX-512BW/DQ/VL alongside AVX-512F to compile): that build compiles and
 #      compares the x86 backends with `unsafe` code (avx2, avx512) against scalar — the avx2
 #      backend's code is the same with or without AVX-512 flags — with their intrinsics,
@@ -63,17 +64,24 @@ cargo +"$NIGHTLY" miri setup
 # assertions and overflow checks; 100–180 inputs/s per target here);
 # FUZZ_BUILD="--codegen-units 16" bash .ci/hardening.sh builds optimised, for long runs.
 read -r -a FUZZ_BUILD <<<"${FUZZ_BUILD:---dev}"
-# Miri interprets on one core; the fuzz build compiles beside it, in the background, instead
-# of after it (3 minutes of CI's wall time). Its output is printed when it is waited for.
+# Miri interprets on one core: the fuzz build compiles beside it, in the background, instead
+# of after it (3 minutes of CI's wall time), and on x86_64 the AVX-512 Miri run (the longest,
+# about as long as the other Miri runs together) interprets beside them on the other core.
+# A background job's output is printed when it is waited for.
 scratch="$(mktemp -d)"
 fuzz_build=
-# On any exit, a fuzz build still running is stopped (it would hold both cores and fuzz/'s
-# target directory after a failed Miri step), and so are fuzz runs still running (each also
+miri_avx512=
+# On any exit, background jobs still running are stopped with everything they started (each
+# runs in its own process group, through `setsid`): a fuzz build or Miri run would hold a
+# core and a target directory after a failed step. So are fuzz runs still running (each also
 # ends by itself after FUZZ_SECONDS).
 fuzzers=()
-trap 'for pid in "$fuzz_build" "${fuzzers[@]}"; do [ -z "$pid" ] || kill "$pid" 2>/dev/null || true; done
+trap 'for pid in "$fuzz_build" "$miri_avx512"; do [ -z "$pid" ] || kill -- "-$pid" 2>/dev/null || true; done
+    for pid in "${fuzzers[@]}"; do [ -z "$pid" ] || kill "$pid" 2>/dev/null || true; done
     rm -rf "$scratch"' EXIT
-(cd fuzz && exec cargo +"$NIGHTLY" fuzz build "${FUZZ_BUILD[@]}") >"$scratch/fuzz-build.log" 2>&1 &
+# (`setsid` does not fork here: a background job of a script without job control is not a
+# process group leader, so the job's pid is its new group's id.)
+(cd fuzz && exec setsid cargo +"$NIGHTLY" fuzz build "${FUZZ_BUILD[@]}") >"$scratch/fuzz-build.log" 2>&1 &
 fuzz_build=$!
 
 # A test run with a name filter, which fails when the filter matched no test (after a rename,
@@ -94,7 +102,14 @@ filtered() {
 MIRI_TESTS=(--features std --lib --test errors --test backends)
 
 if [[ "$(uname -m)" == x86_64 ]]; then
-    # The scalar backend is compared in the AVX2 and AVX-512 runs below, and portable forbids
+    # The lib, tests/errors.rs and tests/backends.rs with AVX-512 enabled (`wide` needs
+    # AVX-512BW/DQ/VL alongside AVX-512F to compile): the avx2 and avx512 backends against
+    # scalar. In the background, on the other core; its own target directory.
+    AVX512_FLAGS="-C target-feature=+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx2,+fma"
+    CARGO_TARGET_DIR=target/miri-avx512 RUSTFLAGS="$AVX512_FLAGS" \
+        setsid cargo +"$NIGHTLY" miri test "${MIRI_TESTS[@]}" >"$scratch/miri-avx512.log" 2>&1 &
+    miri_avx512=$!
+    # The scalar backend is compared in the AVX2 and AVX-512 runs, and portable forbids
     # `unsafe` (only `wide`'s SSE2 internals would be new here): the lib and errors suffice.
     step "miri: default build (lib, tests/errors.rs)"
     CARGO_TARGET_DIR=target/miri-plain cargo +"$NIGHTLY" miri test --features std --lib --test errors
@@ -107,22 +122,25 @@ step "miri: the C interface's boundary code (capi/: handles, pointer checks, ove
 CARGO_TARGET_DIR=target/miri-plain cargo +"$NIGHTLY" miri test -p rope2d-capi --lib
 
 if [[ "$(uname -m)" == x86_64 ]]; then
-    # The avx2 backend's code is the same under both flag sets, and the AVX-512 run below
-    # compares it too; this run covers what differs without AVX-512 (no F16C, `wide` on AVX2).
-    step "miri: RUSTFLAGS='-C target-feature=+avx2,+fma' (lib, tests/errors.rs)"
-    CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="-C target-feature=+avx2,+fma" \
+    # The avx2 backend's code is the same under both flag sets, and the AVX-512 run compares
+    # it too; this run covers what differs without AVX-512 (no F16C, `wide` on AVX2).
+    AVX2_FLAGS="-C target-feature=+avx2,+fma"
+    step "miri: RUSTFLAGS='$AVX2_FLAGS' (lib, tests/errors.rs)"
+    CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="$AVX2_FLAGS" \
         cargo +"$NIGHTLY" miri test --features std --lib --test errors
     step "miri: the element conversions (AVX2 bf16 / i16 / i8, the staging), tests/elements.rs"
     # The bit-pattern test reaches every conversion path; the others are too slow under Miri.
-    CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="-C target-feature=+avx2,+fma" \
+    CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="$AVX2_FLAGS" \
         filtered cargo +"$NIGHTLY" miri test --features std --test elements -- every_bit_pattern element_errors
     step "miri: the Q15 integer vector loop (AVX2 vpmaddwd), tests/q15.rs on small shapes"
-    CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="-C target-feature=+avx2,+fma" \
+    CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="$AVX2_FLAGS" \
         filtered cargo +"$NIGHTLY" miri test --features std --test q15 -- small_rotations
-    step "miri: + avx512 backend, RUSTFLAGS='-C target-feature=+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx2,+fma'"
-    CARGO_TARGET_DIR=target/miri-avx512 \
-        RUSTFLAGS="-C target-feature=+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx2,+fma" \
-        cargo +"$NIGHTLY" miri test "${MIRI_TESTS[@]}"
+    step "miri: + avx512 backend, RUSTFLAGS='$AVX512_FLAGS' (lib, tests/errors.rs, tests/backends.rs; started beside the others: the wait for it)"
+    status=0
+    wait "$miri_avx512" || status=$?
+    miri_avx512=
+    cat "$scratch/miri-avx512.log"
+    [ "$status" = 0 ] || { echo "miri with AVX-512 failed (exit status $status)"; exit 1; }
 else
     step "miri: avx2 and avx512 backends skipped (host is $(uname -m), not x86_64)"
 fi
