@@ -4,17 +4,22 @@
 //!   (LLaMA, d 128, base 10 000) over every position 1 … 2²⁰, for rope2d's exact angles and
 //!   for the float32 angle formation the reference implementations use
 //!   ([`AnglePrecision::Float32`], which reproduces them);
-//! - `speed.svg`, from the last criterion run (`cargo bench -p rope2d-bench`, read from
-//!   `target/criterion`): time per call of each backend and `auto` divided by the in-place
-//!   `x = -x` stream of the same bytes, on every benchmark shape.
+//! - `speed.svg`, from criterion runs (`cargo bench -p rope2d-bench`, read from
+//!   `target/criterion` or from the run directories given): time per call of each backend and
+//!   `auto` divided by the in-place `x = -x` stream of the same bytes, on every benchmark
+//!   shape. Given several runs (copies of `target/criterion`), each bar is the median of the
+//!   runs' ratios: on a shared machine the neighbours' load changes between runs, and the
+//!   ids of one run, measured seconds apart, mostly share its phase.
 //!
 //! It also prints how far a bf16 rotation lands from `f64` two ways: rounding after every
 //! operation as PyTorch does in bf16 (`q·cos + rotate_half(q)·sin` with `cos`, `sin` cast to
 //! bf16), and rope2d's bf16 path (exact load, `f32` rotation, one rounding).
 //!
 //! ```text
-//! cargo run --release --example plots [-- CRITERION_DIR OUT_DIR]
+//! cargo run --release --example plots [-- [--out OUT_DIR] CRITERION_DIR...]
 //! ```
+//!
+//! (`OUT_DIR` defaults to `docs`, the criterion directories to `target/criterion`.)
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -28,16 +33,20 @@ const LOG2_LAST: u32 = 20;
 const BINS_PER_OCTAVE: usize = 4;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let criterion = args
-        .first()
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target/criterion"));
-    let out = args
-        .get(1)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("docs"));
+    let mut out = root.join("docs");
+    let mut runs = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--out" => out = args.next().ok_or("--out needs a directory")?.into(),
+            _ if arg.starts_with('-') => return Err(format!("unknown option {arg}").into()),
+            _ => runs.push(PathBuf::from(arg)),
+        }
+    }
+    if runs.is_empty() {
+        runs.push(root.join("target/criterion"));
+    }
     std::fs::create_dir_all(&out)?;
 
     // The two curves on two threads: each is 2^20 positions of f64 references (most of the
@@ -57,11 +66,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::write(out.join("accuracy.svg"), accuracy_svg(&exact, &float32))?;
     bf16_comparison()?;
 
-    match speed_svg(&criterion) {
+    match speed_svg(&runs) {
         Some(svg) => std::fs::write(out.join("speed.svg"), svg)?,
         None => println!(
             "speed: no criterion results in {} (run `cargo bench -p rope2d-bench` first); speed.svg not written",
-            criterion.display()
+            runs[0].display()
         ),
     }
     println!("wrote {}", out.display());
@@ -256,7 +265,8 @@ fn accuracy_svg(exact: &[f64], float32: &[f64]) -> String {
 }
 
 /// Grouped bars: each backend's median ÷ the faster stream, per benchmark group (log scale).
-fn speed_svg(criterion: &Path) -> Option<String> {
+/// Over several runs, the median of the runs' ratios (the groups of the first run).
+fn speed_svg(runs: &[PathBuf]) -> Option<String> {
     const IDS: [(&str, &str); 5] = [
         ("scalar", "#999"),
         ("portable", "#c9a"),
@@ -265,7 +275,7 @@ fn speed_svg(criterion: &Path) -> Option<String> {
         ("auto", "#d33"),
     ];
     let mut groups: Vec<(String, Vec<Option<f64>>)> = Vec::new();
-    let mut names: Vec<PathBuf> = std::fs::read_dir(criterion)
+    let mut names: Vec<PathBuf> = std::fs::read_dir(runs.first()?)
         .ok()?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
@@ -275,23 +285,41 @@ fn speed_svg(criterion: &Path) -> Option<String> {
         .collect();
     names.sort();
     for dir in names {
-        let median = |id: &str| -> Option<f64> {
-            let text = std::fs::read_to_string(dir.join(id).join("new/estimates.json")).ok()?;
-            let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+        let group = dir.file_name()?;
+        // An id's criterion median in one run.
+        let median = |run: &PathBuf, id: &str| -> Option<f64> {
+            let path = run.join(group).join(id).join("new/estimates.json");
+            let v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
             v["median"]["point_estimate"].as_f64()
         };
-        let Some(stream) = [median("stream"), median("stream_avx512")]
-            .into_iter()
-            .flatten()
-            .reduce(f64::min)
-        else {
-            continue;
+        // Per run, the id ÷ the faster stream of that run (ids measured seconds apart share
+        // a phase of the machine's load); over the runs, the median (an id missing from a
+        // run is left out).
+        let ratio = |id: &str| -> Option<f64> {
+            let mut ratios = runs
+                .iter()
+                .map(|run| {
+                    let stream = [median(run, "stream"), median(run, "stream_avx512")]
+                        .into_iter()
+                        .flatten()
+                        .reduce(f64::min)?;
+                    Some(median(run, id)? / stream)
+                })
+                .collect::<Option<Vec<f64>>>()?;
+            ratios.sort_by(f64::total_cmp);
+            let mid = ratios.len() / 2;
+            Some(if ratios.len() % 2 == 1 {
+                ratios[mid]
+            } else {
+                (ratios[mid - 1] + ratios[mid]) / 2.0
+            })
         };
-        let ratios = IDS
-            .iter()
-            .map(|(id, _)| median(id).map(|m| m / stream))
-            .collect();
-        let name = dir.file_name()?.to_string_lossy()["rope2d_".len()..].to_string();
+        let ratios: Vec<Option<f64>> = IDS.iter().map(|(id, _)| ratio(id)).collect();
+        if ratios.iter().all(Option::is_none) {
+            continue;
+        }
+        let name = group.to_string_lossy()["rope2d_".len()..].to_string();
         groups.push((name, ratios));
     }
     if groups.is_empty() {
@@ -306,8 +334,12 @@ fn speed_svg(criterion: &Path) -> Option<String> {
         w,
         h,
         &format!(
-            "Time per call ÷ in-place stream of the same bytes ({})",
-            cpu_name()
+            "Time per call ÷ in-place stream of the same bytes ({}, {})",
+            cpu_name(),
+            match runs.len() {
+                1 => "one run".to_string(),
+                n => format!("medians of {n} runs"),
+            }
         ),
     );
     for r in [0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0] {
@@ -350,16 +382,23 @@ fn speed_svg(criterion: &Path) -> Option<String> {
     Some(svg)
 }
 
+/// The CPU's name, with its family and model on x86 (a virtual CPU's name is often only
+/// "Intel(R) Xeon(R) Processor", which says nothing about the core).
 fn cpu_name() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_string())
-        })
-        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+    let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") else {
+        return std::env::consts::ARCH.to_string();
+    };
+    let field = |name: &str| {
+        info.lines()
+            .filter_map(|l| l.split_once(':'))
+            .find(|(key, _)| key.trim() == name)
+            .map(|(_, value)| value.trim())
+    };
+    let name = field("model name").unwrap_or(std::env::consts::ARCH);
+    match (field("cpu family"), field("model")) {
+        (Some(family), Some(model)) => format!("{name}, family {family}, model {model}"),
+        _ => name.to_string(),
+    }
 }
 
 fn header(w: f64, h: f64, title: &str) -> String {
