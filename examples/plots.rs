@@ -293,9 +293,9 @@ fn speed_svg(runs: &[PathBuf]) -> Option<String> {
                 serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
             v["median"]["point_estimate"].as_f64()
         };
-        // Per run, the id ÷ the faster stream of that run (ids measured seconds apart share
-        // a phase of the machine's load); over the runs, the median (an id missing from a
-        // run is left out).
+        // Per run, the id ÷ the faster stream of that run (ids measured seconds apart mostly
+        // share a phase of the machine's load); over the runs, the median (an id missing
+        // from any run is left out).
         let ratio = |id: &str| -> Option<f64> {
             let mut ratios = runs
                 .iter()
