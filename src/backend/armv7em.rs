@@ -11,7 +11,7 @@
 
 use core::arch::asm;
 
-use super::{Pairing, WordSections};
+use super::{WordLoop, Words};
 use crate::config::Direction;
 
 /// One pair: value word `$x` and entry word `$e` into `$x = (a', b')`, through r11; r12
@@ -46,10 +46,11 @@ macro_rules! pair {
 /// the section's bytes (a multiple of 16: four pairs per step).
 macro_rules! heads {
     ($dir:ident, $x:expr, $frame:expr) => {
-        // SAFETY: the contract of `heads`: the frame describes the sections, one per whole
-        // head, each rotated by as many entries as it has pairs; every access is an aligned
-        // word inside them. r4–r11 are saved and restored here (r6 and r7 cannot be
-        // operands); the flags and the DSP Q flag are clobbered, the stack is balanced.
+        // SAFETY: the invariant of `Words` (checked where it is made): the frame describes
+        // the sections, one per whole head, each a nonzero multiple of four pairs and rotated
+        // by as many entries as it has pairs; every access is an aligned word inside them.
+        // r4–r11 are saved and restored here (r6 and r7 cannot be operands); the flags and
+        // the DSP Q flag are clobbered, the stack is balanced.
         unsafe {
             asm!(
                 ".arch armv7e-m",
@@ -89,91 +90,26 @@ macro_rules! heads {
     };
 }
 
-/// Rotates the sections `first, first + 2·head_dim, …` up to `last` (`n` pairs each, `n` a
-/// multiple of 4) by the `n` entries at `entries`.
-///
-/// # Safety
-///
-/// `first` and `last` point into one buffer, `last − first` a multiple of `2 · head_dim`
-/// values, each section's `2n` values inside it and word-aligned; `entries` points at `n`
-/// word-aligned entries; `n ≥ 4`.
-#[inline(always)]
-unsafe fn heads(
-    first: *mut i16,
-    last: *mut i16,
-    entries: *const [i16; 2],
-    n: usize,
-    head_dim: usize,
-    dir: Direction,
-) {
-    let frame: [u32; 4] = [
-        entries as u32,
-        (2 * head_dim - 4 * n) as u32,
-        last as u32,
-        (4 * n) as u32,
-    ];
-    let frame = frame.as_ptr();
-    match dir {
-        Direction::Forward => heads!(Forward, first, frame),
-        Direction::Inverse => heads!(Inverse, first, frame),
-    }
-}
+/// The loop of ARMv7E-M's DSP extension: four pairs a step.
+pub(super) struct Armv7emQ15;
 
-/// Pairs per loop step: sections must be a multiple.
-const STEP: usize = 4;
+impl WordLoop for Armv7emQ15 {
+    const STEP: usize = 4;
 
-/// Rotates pairs `first_pair .. first_pair + angles.len()` of every head of `x` by the Q15
-/// `angles` when [`WordSections`] allows (a multiple of 4 pairs (four per step)); `false`, touching nothing,
-/// otherwise.
-#[inline(always)]
-pub(super) fn rotate_pairs(
-    x: &mut [i16],
-    head_dim: usize,
-    pairing: Pairing,
-    first_pair: usize,
-    angles: &[[i16; 2]],
-    dir: Direction,
-) -> bool {
-    match WordSections::of(x, head_dim, pairing, first_pair, angles, STEP) {
-        WordSections::Unsupported => false,
-        WordSections::Empty => true,
-        WordSections::Words { first, last, n } => {
-            // SAFETY: `WordSections` checked the layout, the alignment of `x`, `angles` and
-            // `head_dim`, and that each whole head's section of `n ≤ angles.len()` pairs lies
-            // inside it, from `first` to `last`; `n` is a nonzero multiple of `STEP`.
-            unsafe { heads(first, last, angles.as_ptr(), n, head_dim, dir) };
-            true
+    /// Rotates the sections `first, first + 2·head_dim, …` up to `last` (`n` pairs each, `n`
+    /// a multiple of 4) by the `n` entries at `entries`.
+    #[inline(always)]
+    fn rotate(words: Words<'_, Self>, dir: Direction) {
+        let frame: [u32; 4] = [
+            words.entries as u32,
+            (2 * words.head_dim - 4 * words.n) as u32,
+            words.last as u32,
+            (4 * words.n) as u32,
+        ];
+        let (first, frame) = (words.first, frame.as_ptr());
+        match dir {
+            Direction::Forward => heads!(Forward, first, frame),
+            Direction::Inverse => heads!(Inverse, first, frame),
         }
     }
-}
-
-/// [`Kernel::rotate_line_pairs`](super::Kernel::rotate_line_pairs): each token of `line`
-/// rotated as [`rotate_pairs`] rotates a token, its entries `width` apart in `table`; `false`,
-/// touching nothing, when [`WordSections::line`] declines.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-pub(super) fn rotate_line(
-    line: &mut [i16],
-    token_len: usize,
-    head_dim: usize,
-    pairing: Pairing,
-    section: (usize, usize),
-    table: &[[i16; 2]],
-    width: usize,
-    dir: Direction,
-) -> bool {
-    let sections = WordSections::line(
-        line, token_len, head_dim, pairing, section, table, width, STEP,
-    );
-    let Some(tokens) = sections else {
-        return false;
-    };
-    let n = tokens.n;
-    for (first, last, entries) in tokens {
-        // SAFETY: `WordSections::line` checked, for every token, what `rotate_pairs`'
-        // `WordSections::of` checks (the same shape; word-aligned tokens and entry rows) and
-        // that its `n` entries are in the table; `last` is its last head's section.
-        unsafe { heads(first, last, entries, n, head_dim, dir) };
-    }
-    true
 }

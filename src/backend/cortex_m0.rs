@@ -7,18 +7,15 @@
 //! `muls`, the rounding as an arithmetic shift whose carry (bit 14) is added back with
 //! `adcs`, saturation by sign-extend-and-compare (the rare out-of-range fix behind a taken
 //! branch), two halfword stores; two pairs per loop step, heads looped inside, a grid line's
-//! tokens one call each ([`rotate_line`]). Word loads need 4-byte alignment (Cortex-M0
-//! faults on unaligned ones): other buffers, odd sections and the half layout take the
-//! plain-Rust loop.
+//! tokens one call each ([`WordLoop::rotate_line`]). Word loads need 4-byte alignment
+//! (Cortex-M0 faults on unaligned ones): other buffers, odd sections and the half layout take
+//! the plain-Rust loop.
 
 use core::arch::asm;
 
-use super::{Pairing, WordSections};
+use super::{WordLoop, Words};
 use crate::config::Direction;
 
-/// The inner loop over a head's section, forward or inverse (the two combinations of the
-/// products), then the step to the next head; `$a` and `$b` combine `r4 = a·c`, `r7 = b·s`,
-/// `r5 = a·s`, `r3 = b·c` into `r4 = a'` and `r5 = b'`.
 /// One pair's loads and products: `r4 = a·c`, `r7 = b·s`, `r5 = a·s`, `r3 = b·c`.
 macro_rules! q15_pair {
     () => {
@@ -70,10 +67,14 @@ macro_rules! q15_round_store {
     };
 }
 
+/// The inner loop over a head's section, forward or inverse (the two combinations of the
+/// products), then the step to the next head; `$a` and `$b` combine `r4 = a·c`, `r7 = b·s`,
+/// `r5 = a·s`, `r3 = b·c` into `r4 = a'` and `r5 = b'`.
 macro_rules! q15_heads {
     ($x:expr, $entries:expr, $bytes:expr, $frame:expr, $a:literal, $b:literal) => {
-        // SAFETY: the contract of `heads`: the sections from `first` to the last one, `bytes`
-        // bytes each, `2 · head_dim` bytes apart, each rotated by the `bytes / 4` entries at
+        // SAFETY: the invariant of `Words` (checked where it is made): the sections from
+        // `first` to the last one, `bytes` bytes each (a nonzero multiple of 8: two pairs a
+        // step), `2 · head_dim` values apart, each rotated by the `bytes / 4` entries at
         // `entries`; every access is an aligned word or halfword inside them. r4–r10 are
         // saved and restored here (r6 and r7 cannot be operands); the flags are clobbered,
         // the stack is balanced.
@@ -123,100 +124,36 @@ macro_rules! q15_heads {
     };
 }
 
-/// Rotates the sections `first, first + 2·head_dim, …` up to `last` (`n` pairs each, `n` even)
-/// by the `n` entries at `entries`.
-///
-/// # Safety
-///
-/// `first` and `last` point into one buffer, `last − first` a multiple of `2 · head_dim`
-/// values, each section's `2n` values inside it and word-aligned; `entries` points at `n`
-/// word-aligned entries; `n ≥ 2`.
-#[inline(always)]
-unsafe fn heads(
-    first: *mut i16,
-    last: *mut i16,
-    entries: *const [i16; 2],
-    n: usize,
-    head_dim: usize,
-    dir: Direction,
-) {
-    let frame: [u32; 2] = [(2 * head_dim) as u32, last as u32];
-    let (bytes, frame) = ((4 * n) as u32, frame.as_ptr());
-    match dir {
-        Direction::Forward => q15_heads!(
-            first,
-            entries,
-            bytes,
-            frame,
-            "subs r4, r4, r7",
-            "adds r5, r5, r3"
-        ),
-        Direction::Inverse => q15_heads!(
-            first,
-            entries,
-            bytes,
-            frame,
-            "adds r4, r4, r7",
-            "subs r5, r3, r5"
-        ),
-    }
-}
+/// The loop of ARMv6-M: two pairs a step.
+pub(super) struct Armv6mQ15;
 
-/// Pairs per loop step: sections must be a multiple.
-const STEP: usize = 2;
+impl WordLoop for Armv6mQ15 {
+    const STEP: usize = 2;
 
-/// Rotates pairs `first_pair .. first_pair + angles.len()` of every head of `x` by the Q15
-/// `angles` when [`WordSections`] allows (an even number of pairs (two per step)); `false`, touching nothing,
-/// otherwise.
-#[inline(always)]
-pub(super) fn rotate_pairs(
-    x: &mut [i16],
-    head_dim: usize,
-    pairing: Pairing,
-    first_pair: usize,
-    angles: &[[i16; 2]],
-    dir: Direction,
-) -> bool {
-    match WordSections::of(x, head_dim, pairing, first_pair, angles, STEP) {
-        WordSections::Unsupported => false,
-        WordSections::Empty => true,
-        WordSections::Words { first, last, n } => {
-            // SAFETY: `WordSections` checked the layout, the alignment of `x`, `angles` and
-            // `head_dim`, and that each whole head's section of `n ≤ angles.len()` pairs lies
-            // inside it, from `first` to `last`; `n` is a nonzero multiple of `STEP`.
-            unsafe { heads(first, last, angles.as_ptr(), n, head_dim, dir) };
-            true
+    /// Rotates the sections `first, first + 2·head_dim, …` up to `last` (`n` pairs each, `n`
+    /// even) by the `n` entries at `entries`.
+    #[inline(always)]
+    fn rotate(words: Words<'_, Self>, dir: Direction) {
+        let frame: [u32; 2] = [(2 * words.head_dim) as u32, words.last as u32];
+        let (bytes, frame) = ((4 * words.n) as u32, frame.as_ptr());
+        let (first, entries) = (words.first, words.entries);
+        match dir {
+            Direction::Forward => q15_heads!(
+                first,
+                entries,
+                bytes,
+                frame,
+                "subs r4, r4, r7",
+                "adds r5, r5, r3"
+            ),
+            Direction::Inverse => q15_heads!(
+                first,
+                entries,
+                bytes,
+                frame,
+                "adds r4, r4, r7",
+                "subs r5, r3, r5"
+            ),
         }
     }
-}
-
-/// [`Kernel::rotate_line_pairs`](super::Kernel::rotate_line_pairs): each token of `line`
-/// rotated as [`rotate_pairs`] rotates a token, its entries `width` apart in `table`; `false`,
-/// touching nothing, when [`WordSections::line`] declines.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-pub(super) fn rotate_line(
-    line: &mut [i16],
-    token_len: usize,
-    head_dim: usize,
-    pairing: Pairing,
-    section: (usize, usize),
-    table: &[[i16; 2]],
-    width: usize,
-    dir: Direction,
-) -> bool {
-    let sections = WordSections::line(
-        line, token_len, head_dim, pairing, section, table, width, STEP,
-    );
-    let Some(tokens) = sections else {
-        return false;
-    };
-    let n = tokens.n;
-    for (first, last, entries) in tokens {
-        // SAFETY: `WordSections::line` checked, for every token, what `rotate_pairs`'
-        // `WordSections::of` checks (the same shape; word-aligned tokens and entry rows) and
-        // that its `n` entries are in the table; `last` is its last head's section.
-        unsafe { heads(first, last, entries, n, head_dim, dir) };
-    }
-    true
 }

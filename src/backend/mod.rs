@@ -21,6 +21,7 @@ mod x86;
 
 pub(crate) use engine::{AngleSource, Computed, ComputedFreqs, IntegerCoords, RealCoords, Tables};
 
+use core::marker::PhantomData;
 use core::mem::MaybeUninit;
 
 use crate::config::{Direction, Layout};
@@ -373,68 +374,145 @@ pub(crate) fn drive<K: Kernel, A: AngleSource<K::Entry>>(job: Job<'_, A, K::Valu
 #[allow(unsafe_code)]
 mod cortex_m;
 
-/// What the hand-written Q15 loops (`cortex_m0.rs`, `armv7em.rs`) rotate: interleaved pairs
-/// `first_pair .. first_pair + n` of every whole head, as 4-byte aligned sections of a
-/// multiple of the loop's step (`step`, a power of two) pairs.
+/// A hand-written Q15 loop of one core (`cortex_m0.rs`, `armv7em.rs`): interleaved `i16`
+/// pairs by Q15 entries in word loads and stores, so it takes only word-aligned sections of a
+/// multiple of its step. The two entry points check that ([`Words`]) and return `false`,
+/// touching nothing, for the cases the plain-Rust loop is left to; the loop itself is safe to
+/// call because it only ever sees checked [`Words`].
 #[cfg_attr(not(any(rope2d_armv6m, rope2d_armv7em)), allow(dead_code))]
-pub(crate) enum WordSections {
-    /// Not a case the loops take (the half layout, a buffer or table not word-aligned, an
-    /// odd `head_dim`, a section not a multiple of the step): the plain-Rust loop runs.
-    Unsupported,
-    /// Nothing to rotate.
-    Empty,
-    /// The first head's section at `first`, `n` pairs; the next ones `2 · head_dim` values
-    /// apart, up to the last whole head's at `last` (a partial head at the end is left).
-    Words {
-        first: *mut i16,
-        last: *mut i16,
-        n: usize,
-    },
-}
+pub(crate) trait WordLoop: Sized {
+    /// Pairs per loop step, a power of two: a section's pairs must be a multiple.
+    const STEP: usize;
 
-#[cfg_attr(not(any(rope2d_armv6m, rope2d_armv7em)), allow(dead_code))]
-impl WordSections {
-    /// The sections of `x` that `angles` rotate from pair `first_pair` (checked: each lies
-    /// inside its head, `2 · (first_pair + n) ≤ head_dim`).
+    /// Rotates every head's section of `words` by its entries.
+    fn rotate(words: Words<'_, Self>, dir: Direction);
+
+    /// [`Kernel::rotate_pairs`]: pairs `first_pair .. first_pair + angles.len()` of every
+    /// whole head of `x` rotated by `angles`; `false`, touching nothing, when [`Words::of`]
+    /// finds the case unsupported.
     #[inline(always)]
-    pub(crate) fn of(
+    fn rotate_pairs(
         x: &mut [i16],
         head_dim: usize,
         pairing: Pairing,
         first_pair: usize,
         angles: &[[i16; 2]],
-        step: usize,
-    ) -> Self {
+        dir: Direction,
+    ) -> bool {
+        match Words::<Self>::of(x, head_dim, pairing, first_pair, angles) {
+            Sections::Unsupported => false,
+            Sections::Empty => true,
+            Sections::Words(words) => {
+                Self::rotate(words, dir);
+                true
+            }
+        }
+    }
+
+    /// [`Kernel::rotate_line_pairs`]: each token of `line` rotated as
+    /// [`rotate_pairs`](Self::rotate_pairs) rotates one, its entries `width` apart in `table`;
+    /// `false`, touching nothing, when [`Words::line`] declines.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn rotate_line(
+        line: &mut [i16],
+        token_len: usize,
+        head_dim: usize,
+        pairing: Pairing,
+        section: (usize, usize),
+        table: &[[i16; 2]],
+        width: usize,
+        dir: Direction,
+    ) -> bool {
+        let tokens = Words::<Self>::line(line, token_len, head_dim, pairing, section, table, width);
+        let Some(tokens) = tokens else {
+            return false;
+        };
+        for words in tokens {
+            Self::rotate(words, dir);
+        }
+        true
+    }
+}
+
+/// What [`Words::of`] finds.
+#[cfg_attr(not(any(rope2d_armv6m, rope2d_armv7em)), allow(dead_code))]
+pub(crate) enum Sections<'x, L> {
+    /// Not a case the loop takes (the half layout, a buffer or table not word-aligned, an
+    /// odd `head_dim`, a section not a multiple of the step): the plain-Rust loop runs.
+    Unsupported,
+    /// Nothing to rotate.
+    Empty,
+    /// The sections to rotate.
+    Words(Words<'x, L>),
+}
+
+/// What a [`WordLoop`] `L` rotates, checked: interleaved pairs `first_pair .. first_pair + n`
+/// of every whole head, `n` a nonzero multiple of `L::STEP`, each head's section inside the
+/// head and word-aligned; the first head's section at `first`, the next ones `2 · head_dim`
+/// values apart up to the last whole head's at `last` (a partial head at the end is left);
+/// `n` word-aligned entries at `entries`. Only [`Words::of`] and the iterator of [`Words::line`]
+/// make one (the loops' accesses are inside the buffer and the table by this invariant); it
+/// borrows both.
+#[cfg_attr(not(any(rope2d_armv6m, rope2d_armv7em)), allow(dead_code))]
+pub(crate) struct Words<'x, L> {
+    first: *mut i16,
+    last: *mut i16,
+    entries: *const [i16; 2],
+    n: usize,
+    head_dim: usize,
+    /// The buffer's and the table's borrows.
+    borrows: PhantomData<(&'x mut [i16], &'x [[i16; 2]])>,
+    looped: PhantomData<L>,
+}
+
+#[cfg_attr(not(any(rope2d_armv6m, rope2d_armv7em)), allow(dead_code))]
+impl<'x, L: WordLoop> Words<'x, L> {
+    /// The sections of `x` that `angles` rotate from pair `first_pair` (checked: each lies
+    /// inside its head, `2 · (first_pair + n) ≤ head_dim`).
+    #[inline(always)]
+    fn of(
+        x: &'x mut [i16],
+        head_dim: usize,
+        pairing: Pairing,
+        first_pair: usize,
+        angles: &'x [[i16; 2]],
+    ) -> Sections<'x, L> {
         let rotary = pairing.pairs.min(head_dim / 2);
         let n = angles.len().min(rotary.saturating_sub(first_pair));
         let words = (x.as_ptr() as usize | angles.as_ptr() as usize) & 3 == 0;
         if pairing.layout != Layout::Interleaved || !words || head_dim & 1 != 0 {
-            return Self::Unsupported;
+            return Sections::Unsupported;
         }
         if n == 0 || x.len() < head_dim {
-            return Self::Empty;
+            return Sections::Empty;
         }
-        if n & (step - 1) != 0 {
-            return Self::Unsupported;
+        if n & (L::STEP - 1) != 0 {
+            return Sections::Unsupported;
         }
-        Self::Words {
+        Sections::Words(Self {
             first: x.as_mut_ptr().wrapping_add(2 * first_pair),
             last: x
                 .as_mut_ptr()
                 .wrapping_add(x.len() - head_dim + 2 * first_pair),
+            entries: angles.as_ptr(),
             n,
-        }
+            head_dim,
+            borrows: PhantomData,
+            looped: PhantomData,
+        })
     }
 
     /// [`Kernel::rotate_line_pairs`]'s sections: those of each token of `line` (`token_len`
     /// values each) for its section `(first_pair, len)`, with its entries `width` apart in
-    /// `table`. `None` when the first token's sections are [`Unsupported`](Self::Unsupported),
-    /// a token is not word-aligned (odd `token_len`) or the table does not hold every token's
-    /// entries; no tokens when there is nothing to rotate. The first token's checks hold for
-    /// every token: the same shape, and word-aligned entry rows as the table is.
+    /// `table`. `None` when the first token's sections are
+    /// [`Unsupported`](Sections::Unsupported), a token is not word-aligned (odd `token_len`)
+    /// or the table does not hold every token's entries; no tokens when there is nothing to
+    /// rotate. The first token's checks hold for every token: the same shape, and word-aligned
+    /// entry rows as the table is.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    pub(crate) fn line<'x>(
+    fn line(
         line: &'x mut [i16],
         token_len: usize,
         head_dim: usize,
@@ -442,13 +520,12 @@ impl WordSections {
         (first_pair, len): (usize, usize),
         table: &'x [[i16; 2]],
         width: usize,
-        step: usize,
-    ) -> Option<LineWords<'x>> {
+    ) -> Option<LineWords<'x, L>> {
         let (row, token) = (table.get(..len)?, line.get_mut(..token_len)?);
-        let n = match Self::of(token, head_dim, pairing, first_pair, row, step) {
-            Self::Unsupported => return None,
-            Self::Empty => 0,
-            Self::Words { n, .. } => n,
+        let n = match Words::<L>::of(token, head_dim, pairing, first_pair, row) {
+            Sections::Unsupported => return None,
+            Sections::Empty => 0,
+            Sections::Words(words) => words.n,
         };
         // One division per line.
         let tokens = if n == 0 { 0 } else { line.len() / token_len };
@@ -467,14 +544,15 @@ impl WordSections {
             first_pair,
             skip: token_len - head_dim,
             n,
+            head_dim,
+            looped: PhantomData,
         })
     }
 }
 
-/// The sections of a grid line's tokens ([`WordSections::line`]), token by token: the first
-/// and last head's section and the token's `n` entries.
+/// The sections of a grid line's tokens ([`Words::line`]), token by token.
 #[cfg_attr(not(any(rope2d_armv6m, rope2d_armv7em)), allow(dead_code))]
-pub(crate) struct LineWords<'x> {
+pub(crate) struct LineWords<'x, L> {
     tokens: Tokens<'x, i16>,
     table: &'x [[i16; 2]],
     row: usize,
@@ -483,19 +561,29 @@ pub(crate) struct LineWords<'x> {
     /// From a token's first head to its last.
     skip: usize,
     /// Pairs per section.
-    pub n: usize,
+    n: usize,
+    head_dim: usize,
+    looped: PhantomData<L>,
 }
 
-impl Iterator for LineWords<'_> {
-    type Item = (*mut i16, *mut i16, *const [i16; 2]);
+impl<'x, L> Iterator for LineWords<'x, L> {
+    type Item = Words<'x, L>;
 
     #[inline(always)]
-    fn next(&mut self) -> Option<Self::Item> {
+    fn next(&mut self) -> Option<Words<'x, L>> {
         let token = self.tokens.next()?;
         let entries = self.table.get(self.row..self.row + self.n)?;
         self.row += self.width;
         let first = token.as_mut_ptr().wrapping_add(2 * self.first_pair);
-        Some((first, first.wrapping_add(self.skip), entries.as_ptr()))
+        Some(Words {
+            first,
+            last: first.wrapping_add(self.skip),
+            entries: entries.as_ptr(),
+            n: self.n,
+            head_dim: self.head_dim,
+            borrows: PhantomData,
+            looped: PhantomData,
+        })
     }
 }
 

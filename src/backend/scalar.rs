@@ -190,12 +190,14 @@ pub(crate) trait Fixed: Copy {
     }
 }
 
+#[cfg(any(rope2d_armv6m, rope2d_armv7em))]
+use super::WordLoop;
 #[cfg(rope2d_armv7em)]
-use super::armv7em as q15_loop;
+use super::armv7em::Armv7emQ15 as Q15Loop;
 /// The hand-written Q15 loop of this core: `cortex_m0.rs` on ARMv6-M, `armv7em.rs` (the DSP
 /// extension) on ARMv7E-M.
 #[cfg(rope2d_armv6m)]
-use super::cortex_m0 as q15_loop;
+use super::cortex_m0::Armv6mQ15 as Q15Loop;
 
 impl Fixed for i16 {
     #[cfg(any(rope2d_armv6m, rope2d_armv7em))]
@@ -210,7 +212,7 @@ impl Fixed for i16 {
         width: usize,
         dir: Direction,
     ) -> bool {
-        q15_loop::rotate_line(
+        Q15Loop::rotate_line(
             line, token_len, head_dim, pairing, section, table, width, dir,
         )
     }
@@ -225,7 +227,7 @@ impl Fixed for i16 {
         angles: &[[i16; 2]],
         dir: Direction,
     ) -> bool {
-        q15_loop::rotate_pairs(x, head_dim, pairing, first_pair, angles, dir)
+        Q15Loop::rotate_pairs(x, head_dim, pairing, first_pair, angles, dir)
     }
 
     #[inline(always)]
