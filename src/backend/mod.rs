@@ -400,9 +400,9 @@ pub(crate) trait WordLoop: Sized {
         dir: Direction,
     ) -> bool {
         match Words::<Self>::of(x, head_dim, pairing, first_pair, angles) {
-            Sections::Unsupported => false,
-            Sections::Empty => true,
-            Sections::Words(words) => {
+            WordSections::Unsupported => false,
+            WordSections::Empty => true,
+            WordSections::Words(words) => {
                 Self::rotate(words, dir);
                 true
             }
@@ -437,7 +437,7 @@ pub(crate) trait WordLoop: Sized {
 
 /// What [`Words::of`] finds.
 #[cfg_attr(not(any(rope2d_armv6m, rope2d_armv7em)), allow(dead_code))]
-pub(crate) enum Sections<'x, L> {
+pub(crate) enum WordSections<'x, L> {
     /// Not a case the loop takes (the half layout, a buffer or table not word-aligned, an
     /// odd `head_dim`, a section not a multiple of the step): the plain-Rust loop runs.
     Unsupported,
@@ -477,20 +477,20 @@ impl<'x, L: WordLoop> Words<'x, L> {
         pairing: Pairing,
         first_pair: usize,
         angles: &'x [[i16; 2]],
-    ) -> Sections<'x, L> {
+    ) -> WordSections<'x, L> {
         let rotary = pairing.pairs.min(head_dim / 2);
         let n = angles.len().min(rotary.saturating_sub(first_pair));
         let words = (x.as_ptr() as usize | angles.as_ptr() as usize) & 3 == 0;
         if pairing.layout != Layout::Interleaved || !words || head_dim & 1 != 0 {
-            return Sections::Unsupported;
+            return WordSections::Unsupported;
         }
         if n == 0 || x.len() < head_dim {
-            return Sections::Empty;
+            return WordSections::Empty;
         }
         if n & (L::STEP - 1) != 0 {
-            return Sections::Unsupported;
+            return WordSections::Unsupported;
         }
-        Sections::Words(Self {
+        WordSections::Words(Self {
             first: x.as_mut_ptr().wrapping_add(2 * first_pair),
             last: x
                 .as_mut_ptr()
@@ -506,7 +506,7 @@ impl<'x, L: WordLoop> Words<'x, L> {
     /// [`Kernel::rotate_line_pairs`]'s sections: those of each token of `line` (`token_len`
     /// values each) for its section `(first_pair, len)`, with its entries `width` apart in
     /// `table`. `None` when the first token's sections are
-    /// [`Unsupported`](Sections::Unsupported), a token is not word-aligned (odd `token_len`)
+    /// [`Unsupported`](WordSections::Unsupported), a token is not word-aligned (odd `token_len`)
     /// or the table does not hold every token's entries; no tokens when there is nothing to
     /// rotate. The first token's checks hold for every token: the same shape, and word-aligned
     /// entry rows as the table is.
@@ -523,9 +523,9 @@ impl<'x, L: WordLoop> Words<'x, L> {
     ) -> Option<LineWords<'x, L>> {
         let (row, token) = (table.get(..len)?, line.get_mut(..token_len)?);
         let n = match Words::<L>::of(token, head_dim, pairing, first_pair, row) {
-            Sections::Unsupported => return None,
-            Sections::Empty => 0,
-            Sections::Words(words) => words.n,
+            WordSections::Unsupported => return None,
+            WordSections::Empty => 0,
+            WordSections::Words(words) => words.n,
         };
         // One division per line.
         let tokens = if n == 0 { 0 } else { line.len() / token_len };
