@@ -450,8 +450,9 @@ pub(crate) enum WordSections<'x, L> {
 /// What a [`WordLoop`] `L` rotates, checked: interleaved pairs `first_pair .. first_pair + n`
 /// of every whole head, `n` a nonzero multiple of `L::STEP`, each head's section inside the
 /// head and word-aligned; the first head's section at `first`, the next ones `2 · head_dim`
-/// values apart up to the last whole head's at `last` (a partial head at the end is left);
-/// `n` word-aligned entries at `entries`. Only [`Words::of`] and the iterator of [`Words::line`]
+/// values apart, each that starts at or before `last` (the last whole head's when the buffer
+/// is whole heads; the section of a partial head at the end would not fit, and starts after
+/// it); `n` word-aligned entries at `entries`. Only [`Words::of`] and the iterator of [`Words::line`]
 /// make one (the loops' accesses are inside the buffer and the table by this invariant); it
 /// borrows both.
 #[cfg_attr(not(any(rope2d_armv6m, rope2d_armv7em)), allow(dead_code))]
@@ -925,6 +926,176 @@ mod tests {
             crate::element::store(&src, &mut want);
             backend.store(&src, &mut got);
             assert_eq!(got, want, "i8 on {backend:?}");
+        }
+    }
+
+    /// The checks in front of the hand-written Q15 loops (`cortex_m0.rs`, `armv7em.rs`),
+    /// tested here although those loops only run on their cores: a loop that records the
+    /// sections it is handed, as offsets from the buffer and the table, instead of rotating.
+    mod word_sections {
+        extern crate std;
+        use super::super::{Pairing, WordLoop, Words};
+        use crate::config::{Direction, Layout};
+        use core::cell::{Cell, RefCell};
+        use std::vec::Vec;
+
+        /// A section as the loop sees it: `(first, last, entries, n, head_dim)`, `first` and
+        /// `last` in values from the buffer's start, `entries` in entries from the table's.
+        type Record = (usize, usize, usize, usize, usize);
+
+        std::thread_local! {
+            static SEEN: RefCell<Vec<Record>> = const { RefCell::new(Vec::new()) };
+            static BASES: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
+        }
+
+        struct Recorder<const STEP: usize>;
+
+        impl<const STEP: usize> WordLoop for Recorder<STEP> {
+            const STEP: usize = STEP;
+
+            fn rotate(words: Words<'_, Self>, _dir: Direction) {
+                let (x, table) = BASES.get();
+                let value = |p: *mut i16| (p as usize - x) / 2;
+                let record = (
+                    value(words.first),
+                    value(words.last),
+                    (words.entries as usize - table) / 4,
+                    words.n,
+                    words.head_dim,
+                );
+                SEEN.with(|s| s.borrow_mut().push(record));
+            }
+        }
+
+        /// `len` values of `storage` from a 4-byte boundary, plus `shift` values.
+        fn slice(storage: &mut [i16], len: usize, shift: usize) -> &mut [i16] {
+            let start = (storage.as_ptr() as usize % 4) / 2 + shift;
+            &mut storage[start..start + len]
+        }
+
+        /// `n` entries of `storage` from a 4-byte boundary, plus `shift` values.
+        fn entries(storage: &[i16], n: usize, shift: usize) -> &[[i16; 2]] {
+            let start = (storage.as_ptr() as usize % 4) / 2 + shift;
+            &storage[start..].as_chunks::<2>().0[..n]
+        }
+
+        /// Whether the loop took the case, and the sections it was handed.
+        fn run(
+            x: &mut [i16],
+            table: &[[i16; 2]],
+            f: impl FnOnce(&mut [i16]) -> bool,
+        ) -> (bool, Vec<Record>) {
+            BASES.set((x.as_ptr() as usize, table.as_ptr() as usize));
+            SEEN.with(|s| s.borrow_mut().clear());
+            let taken = f(x);
+            (taken, SEEN.with(|s| s.take()))
+        }
+
+        const INTERLEAVED: Pairing = Pairing {
+            layout: Layout::Interleaved,
+            pairs: usize::MAX,
+        };
+
+        #[test]
+        fn pairs_of_every_whole_head() {
+            let (mut xs, ts) = (std::vec![0i16; 64], std::vec![0i16; 32]);
+            // Three heads of 16 values and a partial one of 6; pairs 2 .. 6 of each.
+            let x = slice(&mut xs, 54, 0);
+            let angles = entries(&ts, 4, 0);
+            let forward = Direction::Forward;
+            let pairs =
+                |x: &mut [i16]| Recorder::<2>::rotate_pairs(x, 16, INTERLEAVED, 2, angles, forward);
+            // `last` bounds the sections' starts: 54 − 16 + 4, past the third head's (36)
+            // and before the partial head's (52).
+            assert_eq!(run(x, angles, pairs), (true, std::vec![(4, 42, 0, 4, 16)]));
+            // A four-pair step takes the same sections.
+            let pairs =
+                |x: &mut [i16]| Recorder::<4>::rotate_pairs(x, 16, INTERLEAVED, 2, angles, forward);
+            assert_eq!(run(x, angles, pairs), (true, std::vec![(4, 42, 0, 4, 16)]));
+            // The rotary dimension (6 pairs) cuts the section to pairs 2 .. 6 of 6: 4.
+            let partial = Pairing {
+                pairs: 6,
+                ..INTERLEAVED
+            };
+            let angles = entries(&ts, 8, 0);
+            let pairs =
+                |x: &mut [i16]| Recorder::<2>::rotate_pairs(x, 16, partial, 2, angles, forward);
+            assert_eq!(run(x, angles, pairs), (true, std::vec![(4, 42, 0, 4, 16)]));
+        }
+
+        #[test]
+        fn cases_the_loops_leave_to_plain_rust() {
+            let (mut xs, ts) = (std::vec![0i16; 64], std::vec![0i16; 32]);
+            let dir = Direction::Inverse;
+            let angles = entries(&ts, 4, 0);
+            // (pairing, head_dim, first_pair, angles, buffer shift): each declined.
+            let half = Pairing {
+                layout: Layout::Half,
+                ..INTERLEAVED
+            };
+            let (odd_angles, unaligned_angles) = (entries(&ts, 3, 0), entries(&ts, 4, 1));
+            let cases = [
+                (half, 16, 0, angles, 0),
+                (INTERLEAVED, 16, 0, angles, 1),
+                (INTERLEAVED, 15, 0, angles, 0),
+                (INTERLEAVED, 16, 0, odd_angles, 0),
+                (INTERLEAVED, 16, 0, unaligned_angles, 0),
+            ];
+            for (i, (pairing, head_dim, first, angles, shift)) in cases.into_iter().enumerate() {
+                let x = slice(&mut xs, 48, shift);
+                let pairs = |x: &mut [i16]| {
+                    Recorder::<2>::rotate_pairs(x, head_dim, pairing, first, angles, dir)
+                };
+                assert_eq!(run(x, angles, pairs), (false, std::vec![]), "case {i}");
+            }
+            // Eight entries from pair 2 of a head of 8 pairs: the 6 that fit are not a
+            // multiple of a four-pair step.
+            let x = slice(&mut xs, 48, 0);
+            let angles = entries(&ts, 8, 0);
+            let pairs =
+                |x: &mut [i16]| Recorder::<4>::rotate_pairs(x, 16, INTERLEAVED, 2, angles, dir);
+            assert_eq!(run(x, angles, pairs), (false, std::vec![]));
+            // Nothing to rotate (no pairs from 8 on, a buffer shorter than a head): taken.
+            let pairs =
+                |x: &mut [i16]| Recorder::<2>::rotate_pairs(x, 16, INTERLEAVED, 8, angles, dir);
+            assert_eq!(run(x, angles, pairs), (true, std::vec![]));
+            let x = slice(&mut xs, 12, 0);
+            let pairs =
+                |x: &mut [i16]| Recorder::<2>::rotate_pairs(x, 16, INTERLEAVED, 0, angles, dir);
+            assert_eq!(run(x, angles, pairs), (true, std::vec![]));
+        }
+
+        #[test]
+        fn grid_lines_token_by_token() {
+            let (mut xs, ts) = (std::vec![0i16; 64], std::vec![0i16; 32]);
+            let dir = Direction::Forward;
+            // Three tokens of two heads of 8 values; pairs 1 .. 3 of each head, by entries
+            // `t·3 ..` of a table of 8 (the last token's are 6 and 7).
+            let x = slice(&mut xs, 48, 0);
+            let table = entries(&ts, 8, 0);
+            let line = |x: &mut [i16]| {
+                Recorder::<2>::rotate_line(x, 16, 8, INTERLEAVED, (1, 2), table, 3, dir)
+            };
+            let want = std::vec![(2, 10, 0, 2, 8), (18, 26, 3, 2, 8), (34, 42, 6, 2, 8)];
+            assert_eq!(run(x, table, line), (true, want));
+            // A table one entry short, an odd token length, a first token declined: no
+            // token is rotated.
+            let short = entries(&ts, 7, 0);
+            let line = |x: &mut [i16]| {
+                Recorder::<2>::rotate_line(x, 16, 8, INTERLEAVED, (1, 2), short, 3, dir)
+            };
+            assert_eq!(run(x, short, line), (false, std::vec![]));
+            // (Tokens of 17 values: every token after the first would start on a halfword.)
+            let x = slice(&mut xs, 51, 0);
+            let line = |x: &mut [i16]| {
+                Recorder::<2>::rotate_line(x, 17, 8, INTERLEAVED, (1, 2), table, 3, dir)
+            };
+            assert_eq!(run(x, table, line), (false, std::vec![]));
+            let x = slice(&mut xs, 48, 0);
+            let line = |x: &mut [i16]| {
+                Recorder::<4>::rotate_line(x, 16, 8, INTERLEAVED, (1, 2), table, 3, dir)
+            };
+            assert_eq!(run(x, table, line), (false, std::vec![]));
         }
     }
 }
