@@ -85,6 +85,14 @@ impl Scales {
     }
 }
 
+/// The largest spec `mscale` at which an integer buffer at ratio 1 is rotated in place by a
+/// backend's loop (above it, through the staging buffer, as requantised buffers are): its
+/// values are at most 2¹⁵ in magnitude, so each rotated value stays below 2³⁰ and a vector
+/// conversion to 32-bit integers is exact, with a saturating narrow as its only clamp
+/// (`mscale` is an attention factor near 1 in every model; at 2¹⁵ any nonzero input
+/// saturates `i16`).
+pub(crate) const FUSED_MSCALE_MAX: f32 = 16_384.0;
+
 /// Converts `src` into `dst` (the same length), times `ratio` for integer types (floats:
 /// exactly, `ratio` is 1).
 #[inline]

@@ -92,6 +92,8 @@ pub struct TableAngles<'a, const A: usize, P, T = [f32; 2]> {
     runs: [Run; A],
     run_count: usize,
     plan: P,
+    /// The entries' magnitude (the spec's `mscale`).
+    mscale: f32,
 }
 
 impl<'a, const A: usize, P: Plan<A>, T> TableAngles<'a, A, P, T> {
@@ -99,7 +101,13 @@ impl<'a, const A: usize, P: Plan<A>, T> TableAngles<'a, A, P, T> {
     /// that the last axis' runs go last (those vary along a grid line; runs cover disjoint
     /// pairs, so their order does not change a result).
     #[inline(always)]
-    fn new(tables: [&'a [T]; A], widths: [usize; A], extents: [usize; A], plan: P) -> Self {
+    fn new(
+        tables: [&'a [T]; A],
+        widths: [usize; A],
+        extents: [usize; A],
+        plan: P,
+        mscale: f32,
+    ) -> Self {
         let (mut runs, run_count) = plan.assign().runs::<A>().unwrap_or(([Run::EMPTY; A], 0));
         // A stable partition (at most A runs): each last-axis run bubbles past the others.
         let runs_used = runs.get_mut(..run_count).unwrap_or(&mut []);
@@ -117,6 +125,7 @@ impl<'a, const A: usize, P: Plan<A>, T> TableAngles<'a, A, P, T> {
             runs,
             run_count,
             plan,
+            mscale,
         }
     }
 }
@@ -151,11 +160,17 @@ mod sealed {
         fn ratio<E: Element>(scales: Scales) -> Result<f32, Error> {
             scales.ratio::<E>()
         }
+        /// The magnitude of the `[cos, sin]` it gives: the spec's `mscale`.
+        fn mscale(&self) -> f32;
         /// Whether a buffer of `E` at scale ratio `ratio` is rotated through the staging
-        /// buffer (its size then limits a RoPE-Mixed token).
+        /// buffer (its size then limits a RoPE-Mixed token): when `backend` does not convert
+        /// `E` at that ratio itself, and for an integer type when `mscale` is above
+        /// [`FUSED_MSCALE_MAX`](crate::element::FUSED_MSCALE_MAX) (the bound the rotation
+        /// loops' integer stores rely on).
         #[inline(always)]
-        fn stages<E: Element>(backend: Backend, ratio: f32) -> bool {
+        fn stages<E: Element>(&self, backend: Backend, ratio: f32) -> bool {
             !backend.fuses::<E>(ratio)
+                || (E::INTEGER && self.mscale() > crate::element::FUSED_MSCALE_MAX)
         }
         /// Rotates a checked buffer (its ratios from [`ratio`](Self::ratio)).
         fn rotate<E: Element, Po: Positions<A>>(
@@ -206,6 +221,10 @@ impl<const A: usize, P: Plan<A>> sealed::SourceImpl<A> for TableAngles<'_, A, P>
         summed_heads(self.plan.assign())
     }
 
+    fn mscale(&self) -> f32 {
+        self.mscale
+    }
+
     rotate_in_f32!();
 }
 
@@ -236,6 +255,10 @@ impl<const A: usize, P: Plan<A>> sealed::SourceImpl<A> for TableAngles<'_, A, P,
         summed_heads(self.plan.assign())
     }
 
+    fn mscale(&self) -> f32 {
+        self.mscale
+    }
+
     /// `i16` and `i8` at their own scale; the comparison is of bits, so that an FPU-less core
     /// links no float routine.
     #[inline(always)]
@@ -249,7 +272,7 @@ impl<const A: usize, P: Plan<A>> sealed::SourceImpl<A> for TableAngles<'_, A, P,
 
     /// Never: a Q15 table rotates `i16` and `i8` in place.
     #[inline(always)]
-    fn stages<E: Element>(_: Backend, _: f32) -> bool {
+    fn stages<E: Element>(&self, _: Backend, _: f32) -> bool {
         false
     }
 
@@ -296,6 +319,10 @@ impl<const A: usize, P: Plan<A>> sealed::SourceImpl<A> for DirectAngles<'_, A, P
 
     fn heads(&self) -> Option<usize> {
         summed_heads(self.plan.assign())
+    }
+
+    fn mscale(&self) -> f32 {
+        self.mscale
     }
 
     rotate_in_f32!();
@@ -400,7 +427,8 @@ impl<const A: usize, S: Source<A>> Rope<A, S> {
         }
         let tokens = apply::split_tokens(len, shape, self.head_dim, count)?;
         // (Invalid scales are reported after the positions' errors.)
-        let staged = S::ratio::<E>(shape.scales).is_ok_and(|r| S::stages::<E>(self.backend, r));
+        let staged =
+            S::ratio::<E>(shape.scales).is_ok_and(|r| self.source.stages::<E>(self.backend, r));
         if staged && !self.stageable(tokens.token_len) {
             return Err(Error::ShapeOverflow);
         }
@@ -444,8 +472,9 @@ impl<const A: usize, S: Source<A>> Rope<A, S> {
     /// past a table's extent, or past `u32::MAX`), [`Error::HeadCount`] (RoPE-Mixed),
     /// [`Error::EmptyTable`] (a [`Piece::Windows`](crate::Piece::Windows) with a zero window),
     /// [`Error::InvalidScales`], [`Error::FixedPoint`] (a [`Q15Table`] on anything but `i16` /
-    /// `i8` at their own scale), [`Error::ShapeOverflow`] (also: a requantised RoPE-Mixed
-    /// token of more than 4 096 values, 512 on bare metal — the staging buffer).
+    /// `i8` at their own scale), [`Error::ShapeOverflow`] (also: a RoPE-Mixed token of more
+    /// than 4 096 values, 512 on bare metal, when it is staged: an integer buffer that is
+    /// requantised or whose spec's `mscale` is above 2¹⁴).
     pub fn rotate<E: Element, Po: Positions<A>>(
         &self,
         x: &mut [E],
@@ -656,7 +685,7 @@ impl<const A: usize, S: Source<A> + sealed::FloatSource<A>> Rope<A, S> {
             Ratio::Tensor(r) => r,
             Ratio::Heads(_) => f32::NAN,
         };
-        if self.backend.fuses::<E>(tensor) {
+        if !self.source.stages::<E>(self.backend, tensor) {
             return whole(self.job(x, tokens.token_len, dir));
         }
         requantise(prefix, ratio, self.head_dim, self.backend);
@@ -787,6 +816,7 @@ impl<'a, const A: usize, P: Plan<A>, T: TableEntry> Rope<A, TableAngles<'a, A, P
                 widths,
                 extents,
                 spec.plan,
+                spec.mscale,
             ),
         }
     }
@@ -836,6 +866,7 @@ pub struct FixedTable<
     widths: [usize; A],
     extents: [usize; A],
     plan: P,
+    mscale: f32,
 }
 
 /// A [`Q15Table`] that owns its `N` entries (`4·N` bytes), to keep on the stack or in a
@@ -883,6 +914,7 @@ impl<const N: usize, const A: usize, P: Plan<A>, T: TableEntry> FixedTable<N, A,
             widths,
             extents,
             plan: spec.plan,
+            mscale: spec.mscale,
         })
     }
 
@@ -905,6 +937,7 @@ impl<const N: usize, const A: usize, P: Plan<A>, T: TableEntry> FixedTable<N, A,
                 self.widths,
                 self.extents,
                 self.plan,
+                self.mscale,
             ),
         }
     }

@@ -463,6 +463,48 @@ fn accuracy_against_f64() {
     accuracy_small_grids::<i8>((0.3, 0.1));
 }
 
+/// Integer buffers at magnitudes (`mscale`) that take every rotated value near or past the
+/// 32-bit range: in place up to 2¹⁴, where the vector backends store with a bare conversion
+/// and a saturating narrow, and staged above it. On every backend, bit for bit the rounded,
+/// saturated `f32` rotation (at 2¹⁷ an in-place store would wrap past 2³¹ to the minimum).
+#[test]
+fn integer_buffers_at_large_magnitudes() {
+    fn each<E: Ty>() {
+        let mut rng = Rng(41);
+        let next_up = f32::from_bits(16_384f32.to_bits() + 1);
+        for mscale in [1.0, 16_384.0, next_up, 131_072.0, 1e30, f32::MAX] {
+            for layout in [Layout::Interleaved, Layout::Half] {
+                let spec = preset::axial(32, layout, preset::AxisOrder::RowFirst, 100.0)
+                    .with_mscale(mscale);
+                let mut storage = vec![[0.0f32; 2]; Table::storage_len(&spec, [3, 5]).unwrap()];
+                let table = Table::build(&mut storage, &spec, [3, 5]).unwrap();
+                let input = values::<E>(&mut rng, (1 + 15) * 2 * 32);
+                for dir in [Direction::Forward, Direction::Inverse] {
+                    let (op_e, op_f) = both!(|b, x| table
+                        .with_backend(b)
+                        .unwrap()
+                        .rotate(x, Shape::heads(2).with_prefix(1), Grid::new([3, 5]), dir)
+                        .unwrap());
+                    let what = format!("2-D grid, {layout:?}, mscale {mscale}");
+                    staged_is_exact(&input, 1.0, &what, op_e, op_f);
+                }
+                let spec = preset::rope_1d(64, layout, 10_000.0).with_mscale(mscale);
+                let direct = Direct::new(&spec).unwrap();
+                let input = values::<E>(&mut rng, 3 * 4 * 64);
+                let (op_e, op_f) = both!(|b, x| direct
+                    .with_backend(b)
+                    .unwrap()
+                    .rotate(x, Shape::heads(4), Run::from([70_000]), Direction::Forward)
+                    .unwrap());
+                let what = format!("1-D run, {layout:?}, mscale {mscale}");
+                staged_is_exact(&input, 1.0, &what, op_e, op_f);
+            }
+        }
+    }
+    each::<i16>();
+    each::<i8>();
+}
+
 #[test]
 fn element_errors_write_nothing() {
     let spec = preset::rope_vit(16);
@@ -500,6 +542,19 @@ fn element_errors_write_nothing() {
         let err = direct.rotate_at(&mut q, requantised, &[[1, 1]], Direction::Forward);
         assert_eq!(err, Err(Error::ShapeOverflow), "{backend:?}");
         assert!(q.iter().all(|&v| v == 7));
+        // So is an integer buffer at the same scales whose `mscale` is above 2¹⁴ (staged).
+        let loud = preset::rope_mixed(d, heads, LearnedFreqs { x: &f, y: &f }).with_mscale(2e4);
+        let loud = Direct::new(&loud).unwrap().with_backend(backend).unwrap();
+        let same = Shape::heads(heads);
+        let err = loud.rotate_at(&mut q, same, &[[1, 1]], Direction::Forward);
+        assert_eq!(err, Err(Error::ShapeOverflow), "{backend:?}, mscale 2e4");
+        assert!(q.iter().all(|&v| v == 7));
+        let err = direct.rotate_at(&mut q, same, &[[1, 1]], Direction::Forward);
+        assert_eq!(
+            err,
+            Ok(()),
+            "{backend:?}: i8 at mscale 1 is converted in place"
+        );
         let mut x = vec![bf16::ONE; heads * d];
         let rotated = direct.rotate_at(&mut x, Shape::heads(heads), &[[1, 1]], Direction::Forward);
         assert_eq!(

@@ -505,8 +505,9 @@ unsafe impl Vector for V {
 //
 // Bit for bit those of `element` (f16: F16C rounds to nearest-even like `half`; bf16: the
 // same integer rounding as `half`; integers: the same clamp and nearest-even rounding, NaN to
-// 0). Each is a function, not a closure, so that its intrinsics inline into the
-// `#[target_feature]` loops.
+// 0, the saturating packs doing the lower end — and the whole clamp of a rotation's output,
+// `Stored::store_rotated`). Each is a function, not a closure, so that its intrinsics inline
+// into the `#[target_feature]` loops.
 
 // Interleaved bf16 pairs: split by a shift and a mask, merged by one `vpblendw`.
 // SAFETY: AVX2 (available: see `V`); `2·LANES` bf16 (32 bytes) readable or writable at `p`
@@ -580,24 +581,59 @@ unsafe impl<E: Element> Stored<E> for V {
                 }
                 Format::Bf16 => _mm_storeu_si128(p.cast(), bf16_bits(v)),
                 // The saturating packs take what `rounded_below` leaves out of range.
-                Format::I16 => {
-                    let w = rounded_below(v, 32767.0);
-                    let packed = _mm256_permute4x64_epi64::<0b1000>(_mm256_packs_epi32(w, w));
-                    _mm_storeu_si128(p.cast(), _mm256_castsi256_si128(packed));
-                }
-                Format::I8 => {
-                    let w = rounded_below(v, 127.0);
-                    let words = _mm256_packs_epi32(w, w);
-                    let (lo, hi) = (
-                        _mm256_castsi256_si128(words),
-                        _mm256_extracti128_si256::<1>(words),
-                    );
-                    // lo = [v0..v3, v0..v3], hi = [v4..v7, v4..v7] as i16: bytes v0..v3 v4..v7.
-                    let bytes = _mm_packs_epi16(lo, hi);
-                    _mm_storel_epi64(p.cast(), _mm_shuffle_epi32::<0b1000>(bytes));
-                }
+                Format::I16 => store_i16(rounded_below(v, 32767.0), p.cast()),
+                Format::I8 => store_i8(rounded_below(v, 127.0), p.cast()),
             }
         }
+    }
+
+    // Integers: lanes below 2³⁰ (the caller's contract) convert exactly, and the saturating
+    // packs clamp; no `vcmpps`, `vandps` and `vminps`.
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    unsafe fn store_rotated(self, p: *mut E) {
+        // SAFETY: as stated on the impl.
+        unsafe {
+            match E::FORMAT {
+                Format::I16 => store_i16(_mm256_cvtps_epi32(self.0), p.cast()),
+                Format::I8 => store_i8(_mm256_cvtps_epi32(self.0), p.cast()),
+                _ => self.store_values(p),
+            }
+        }
+    }
+}
+
+/// Stores eight 32-bit lanes at `p` as `i16`, saturated.
+///
+/// # Safety
+///
+/// The CPU supports AVX2; eight `i16` writable at `p`.
+#[inline(always)]
+unsafe fn store_i16(w: __m256i, p: *mut i16) {
+    // SAFETY: AVX2 and `p` (caller).
+    unsafe {
+        let packed = _mm256_permute4x64_epi64::<0b1000>(_mm256_packs_epi32(w, w));
+        _mm_storeu_si128(p.cast(), _mm256_castsi256_si128(packed));
+    }
+}
+
+/// Stores eight 32-bit lanes at `p` as `i8`, saturated.
+///
+/// # Safety
+///
+/// The CPU supports AVX2; eight `i8` writable at `p`.
+#[inline(always)]
+unsafe fn store_i8(w: __m256i, p: *mut i8) {
+    // SAFETY: AVX2 and `p` (caller).
+    unsafe {
+        let words = _mm256_packs_epi32(w, w);
+        let (lo, hi) = (
+            _mm256_castsi256_si128(words),
+            _mm256_extracti128_si256::<1>(words),
+        );
+        // lo = [v0..v3, v0..v3], hi = [v4..v7, v4..v7] as i16: bytes v0..v3 v4..v7.
+        let bytes = _mm_packs_epi16(lo, hi);
+        _mm_storel_epi64(p.cast(), _mm_shuffle_epi32::<0b1000>(bytes));
     }
 }
 

@@ -190,6 +190,19 @@ pub(super) unsafe trait Stored<E: Element>: Bf16Pairs {
     unsafe fn load_values(p: *const E) -> Self;
     /// Stores `LANES` lanes at `p` (unaligned), rounded.
     unsafe fn store_values(self, p: *mut E);
+    /// Stores `LANES` lanes of a rotation loop's output at `p`, rounded as
+    /// [`store_values`](Self::store_values) rounds them, for lanes that are, when `E` is an
+    /// integer type, finite and below 2³⁰ in magnitude: the loops rotate values of `E` (at
+    /// most 2¹⁵ in magnitude) by `[cos, sin]` of magnitude at most
+    /// [`FUSED_MSCALE_MAX`](crate::element::FUSED_MSCALE_MAX) = 2¹⁴ (`|c| + |s| ≤ √2·2¹⁴`),
+    /// or they rotate `f32`. An arch file may then convert integers without the clamp and
+    /// NaN mask of `store_values`: a 32-bit conversion is exact and a saturating narrow
+    /// clamps.
+    #[inline(always)]
+    unsafe fn store_rotated(self, p: *mut E) {
+        // SAFETY: as for `store_values` (caller).
+        unsafe { self.store_values(p) }
+    }
     /// The first `n < LANES` values from `p`, the other lanes zero; nothing else is read.
     #[inline(always)]
     unsafe fn load_values_partial(p: *const E, n: usize) -> Self {
@@ -808,7 +821,7 @@ unsafe fn rotate_segments<V: Stored<E>, E: Element>(
                                 V::load(b.wrapping_add(i)),
                             );
                             if n >= lanes {
-                                out.store_values(p.add(i));
+                                out.store_rotated(p.add(i));
                                 i += lanes;
                                 if i < end {
                                     let n = end - i;
@@ -887,8 +900,8 @@ unsafe fn rotate_segments<V: Stored<E>, E: Element>(
                             k += lanes;
                         }
                         if let Some((k, xv, yv)) = last {
-                            xv.store_values(lo.add(k));
-                            yv.store_values(hi.add(k));
+                            xv.store_rotated(lo.add(k));
+                            yv.store_rotated(hi.add(k));
                         } else if k < seg.hi {
                             let n = seg.hi - k;
                             let (xv, yv) = (
@@ -950,8 +963,8 @@ unsafe fn interleaved_step<V: Stored<E>, E: Element>(p: *mut E, a: *const f32, b
     // SAFETY: as the caller guarantees.
     unsafe {
         let (x0, x1) = (V::load_values(p), V::load_values(p.add(lanes)));
-        interleaved(x0, V::load(a), V::load(b)).store_values(p);
-        interleaved(x1, V::load(a.add(lanes)), V::load(b.add(lanes))).store_values(p.add(lanes));
+        interleaved(x0, V::load(a), V::load(b)).store_rotated(p);
+        interleaved(x1, V::load(a.add(lanes)), V::load(b.add(lanes))).store_rotated(p.add(lanes));
     }
 }
 
@@ -978,7 +991,7 @@ unsafe fn interleaved_wide_step<V: Stored<E>, E: Element>(p: *mut E, a: *const f
         // `interleaved`'s arithmetic: `x·a + swap(x)·b`, the product with `a` fused.
         let out = STEP.map(|j| x[j].fmadd(cosines[j], products[j]));
         for (j, v) in out.into_iter().enumerate() {
-            v.store_values(p.add(j * lanes));
+            v.store_rotated(p.add(j * lanes));
         }
     }
 }
@@ -1006,8 +1019,8 @@ unsafe fn half_step<V: Stored<E>, E: Element>(
             V::load(c),
             V::load(s),
         );
-        xv.store_values(lo);
-        yv.store_values(hi);
+        xv.store_rotated(lo);
+        yv.store_rotated(hi);
     }
 }
 
@@ -1039,8 +1052,8 @@ unsafe fn half_wide_step<V: Stored<E>, E: Element>(
         let x_out = STEP.map(|j| x[j].fmsub(cosines[j], ys[j]));
         let y_out = STEP.map(|j| y[j].fmadd(cosines[j], xs[j]));
         for j in STEP {
-            x_out[j].store_values(lo.add(j * lanes));
-            y_out[j].store_values(hi.add(j * lanes));
+            x_out[j].store_rotated(lo.add(j * lanes));
+            y_out[j].store_rotated(hi.add(j * lanes));
         }
     }
 }
@@ -1286,7 +1299,7 @@ unsafe fn interleaved_head_from_registers<V: Stored<E>, E: Element, const N: usi
         // SAFETY: vector `j` of the head (caller).
         unsafe {
             let q = p.add(j * V::LANES);
-            interleaved(V::load_values(q), a[j], b[j]).store_values(q);
+            interleaved(V::load_values(q), a[j], b[j]).store_rotated(q);
         }
     }
 }
@@ -1308,8 +1321,8 @@ unsafe fn half_head_from_registers<V: Stored<E>, E: Element, const N: usize>(
         unsafe {
             let (lo, hi) = (p.add(j * V::LANES), p.add((N + j) * V::LANES));
             let (xv, yv) = half(V::load_values(lo), V::load_values(hi), a[j], b[j]);
-            xv.store_values(lo);
-            yv.store_values(hi);
+            xv.store_rotated(lo);
+            yv.store_rotated(hi);
         }
     }
 }
@@ -1534,7 +1547,7 @@ unsafe fn summed_head<V: Stored<E>, E: Element>(
                             Direction::Forward => x.fmaddsub(s.dup_even(), t),
                             Direction::Inverse => x.fmsubadd(s.dup_even(), t),
                         };
-                        out.store_values(p);
+                        out.store_rotated(p);
                     }
                 }
                 let mut i = 0;
@@ -1560,8 +1573,8 @@ unsafe fn summed_head<V: Stored<E>, E: Element>(
                     let (c, s) = V::deinterleave(lo, hi_sum);
                     let s = s.mul(sign);
                     let (x, y) = half(V::load_values(head.add(k)), V::load_values(hi.add(k)), c, s);
-                    x.store_values(head.add(k));
-                    y.store_values(hi.add(k));
+                    x.store_rotated(head.add(k));
+                    y.store_rotated(hi.add(k));
                     k += lanes;
                 }
             }
