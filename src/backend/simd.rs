@@ -1582,6 +1582,44 @@ unsafe fn summed_head<V: Stored<E>, E: Element>(
     }
 }
 
+/// Whether a line of `line_len` values, tokens of `token_len` values that each read `len`
+/// pairs of a table section, stays within the `table_pairs` pairs the table staged:
+/// `tokens · len ≤ table_pairs` for `tokens = line_len / token_len`, checked without a
+/// division (one per line otherwise) — `line_len · len ≤ table_pairs · token_len` implies it,
+/// the same condition for a line of whole tokens.
+#[inline(always)]
+fn line_fits(line_len: usize, token_len: usize, len: usize, table_pairs: usize) -> bool {
+    line_len.checked_mul(len).is_some_and(|n| {
+        token_len
+            .checked_mul(table_pairs)
+            .is_none_or(|limit| n <= limit)
+    })
+}
+
+/// The arrays of `table` (a section of `len` pairs a token, in `layout`'s row form) that token
+/// `t` reads for pairs `first ..`: shifted so that index `scale·first` reads `scale·t·len`
+/// (`scale` floats a pair). The wrapping offsets are only dereferenced at indices inside the
+/// table.
+#[inline(always)]
+fn token_sections(
+    table: &Row,
+    layout: Layout,
+    (first, len): (usize, usize),
+) -> impl Fn(usize) -> (*const f32, *const f32) + Copy {
+    let scale = floats_per_pair(layout);
+    let (a, b) = (
+        table.a.as_ptr().cast::<f32>(),
+        table.b.as_ptr().cast::<f32>(),
+    );
+    move |t| {
+        let shift = scale * t * len;
+        (
+            a.wrapping_add(shift).wrapping_sub(scale * first),
+            b.wrapping_add(shift).wrapping_sub(scale * first),
+        )
+    }
+}
+
 impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
     type Value = E;
     type Entry = [f32; 2];
@@ -1697,47 +1735,24 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         let end = first + len;
         let form = Form::of::<E>(pairing.layout);
         let layout = form.row();
-        // `tokens · len ≤ table.pairs(layout)` (the pairs the table staged) for the line's
-        // `tokens = line.len() / token_len`, checked without a division (one per line
-        // otherwise): `line.len() · len ≤ table.pairs(layout) · token_len` implies it, the same
-        // condition for a line of whole tokens.
-        let fits = line.len().checked_mul(len).is_some_and(|n| {
-            token_len
-                .checked_mul(table.pairs(layout))
-                .is_none_or(|limit| n <= limit)
-        });
         if head_dim == 0
             || token_len == 0
             || end > pairs
             || pairs > row.pairs(layout)
-            || !fits
+            || !line_fits(line.len(), token_len, len, table.pairs(layout))
             || !Self::splits(pairing, first, len)
         {
             return false;
         }
-        let scale = floats_per_pair(layout);
         let (ra, rb) = (row.a.as_ptr().cast::<f32>(), row.b.as_ptr().cast::<f32>());
-        let (ta, tb) = (
-            table.a.as_ptr().cast::<f32>(),
-            table.b.as_ptr().cast::<f32>(),
-        );
-        // Token `t` reads the table's pairs `t·len ..` for pairs `first ..`: the table's
-        // arrays shifted so that index `scale·first` reads `scale·t·len`. The wrapping
-        // offsets are only dereferenced at indices inside the table.
-        let shifted = |t: usize| {
-            let shift = scale * t * len;
-            (
-                ta.wrapping_add(shift).wrapping_sub(scale * first),
-                tb.wrapping_add(shift).wrapping_sub(scale * first),
-            )
-        };
+        let shifted = token_sections(table, layout, (first, len));
         macro_rules! registers {
             ($($n:literal)*) => {
                 match register_vectors::<V>(head_dim, form, pairs) {
                     // SAFETY: the instruction set is available (`Simd<V>` only runs inside
                     // its arch file's `run`); the heads are exactly `n` vectors; the floats of
                     // the row's `pairs` pairs and of the table's `tokens·len` (and the padding
-                    // after each) are initialised (`Row::pairs`, `fits`); `first` and `end`
+                    // after each) are initialised (`Row::pairs`, `line_fits`); `first` and `end`
                     // are multiples of a vector (`splits`).
                     $(Some($n) => unsafe {
                         let line_len = line.len();
@@ -1782,12 +1797,7 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
             || (first == 0 && end == row_first && row_end == pairs);
         let form = Form::of::<E>(pairing.layout);
         let layout = form.row();
-        // As in `rotate_line_split`: a line's tokens fit the table.
-        let fits = line_len.checked_mul(len).is_some_and(|n| {
-            token_len
-                .checked_mul(table.pairs(layout))
-                .is_none_or(|limit| n <= limit)
-        });
+        let fits = line_fits(line_len, token_len, len, table.pairs(layout));
         // At most `lines` lines are rotated: the rows table holds no more.
         let whole = lines.checked_mul(line_len).map(|n| n.min(x.len()));
         let (Some(whole), true) = (whole, lines.saturating_mul(row_len) <= rows.pairs(layout))
@@ -1804,26 +1814,16 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         }
         let x = x.get_mut(..whole).unwrap_or(&mut []);
         let scale = floats_per_pair(layout);
-        // Line `l` reads the rows table's pairs `l·row_len ..` for pairs `row_first ..`, token
-        // `t` the table's pairs `t·len ..` for pairs `first ..` (shifted arrays, as in
-        // `rotate_line_split`).
+        // Line `l` reads the rows table's pairs `l·row_len ..` for pairs `row_first ..` (its
+        // arrays shifted as `token_sections` shifts the table's), token `t` the table's pairs
+        // `t·len ..` for pairs `first ..`.
         let (ra, rb) = (rows.a.as_ptr().cast::<f32>(), rows.b.as_ptr().cast::<f32>());
         let row0 = (
             ra.wrapping_sub(scale * row_first),
             rb.wrapping_sub(scale * row_first),
         );
         let row_step = scale * row_len * size_of::<f32>();
-        let (ta, tb) = (
-            table.a.as_ptr().cast::<f32>(),
-            table.b.as_ptr().cast::<f32>(),
-        );
-        let shifted = |t: usize| {
-            let shift = scale * t * len;
-            (
-                ta.wrapping_add(shift).wrapping_sub(scale * first),
-                tb.wrapping_add(shift).wrapping_sub(scale * first),
-            )
-        };
+        let shifted = token_sections(table, layout, (first, len));
         macro_rules! registers {
             ($($n:literal)*) => {
                 match register_vectors::<V>(head_dim, form, pairs) {
