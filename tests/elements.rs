@@ -12,8 +12,10 @@
 //!   saturated.
 //! - **Per-head scales** (`rotate_with_head_scales`): each head (prefix included) bit for bit
 //!   what a per-tensor call at that head's scales gives it, on every backend.
-//! - Errors: invalid scales, scales on floats, a RoPE-Mixed token larger than the stage;
-//!   nothing written on error.
+//! - **Large magnitudes**: integer buffers at `mscale` up to `f32::MAX` (in place up to 2¹⁴,
+//!   staged above), bit for bit the rounded, saturated `f32` rotation on every backend.
+//! - Errors: invalid scales, scales on floats, a RoPE-Mixed token larger than the stage
+//!   (requantised, or at an `mscale` above 2¹⁴); nothing written on error.
 
 use rope2d::half::{bf16, f16};
 use rope2d::{
