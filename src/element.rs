@@ -2,8 +2,9 @@
 //! quantised `i16` and `i8`. A rotation by an `f32` table runs in `f32`: another type is
 //! converted as the kernels load it and rounded as they store it ([`Element`]; the SIMD
 //! backends' `Stored` vectors in `backend/simd.rs`, the scalar one pair by pair), so the
-//! kernels exist once. Only a requantising call (integer scales whose ratio is not 1) goes
-//! block by block through a stack buffer (`rope.rs`, `staged`). A
+//! kernels exist once. Only a requantising call (integer scales whose ratio is not 1, or an
+//! integer buffer whose spec's `mscale` is above [`FUSED_MSCALE_MAX`]) goes block by block
+//! through a stack buffer (`rope.rs`, `staged`). A
 //! [`Q15Table`](crate::Q15Table) rotates `i16` and `i8` in place in fixed point instead
 //! (`backend/scalar.rs`, `Q15`).
 
