@@ -141,6 +141,9 @@ if [[ "$(uname -m)" == x86_64 ]]; then
     miri_avx512=
     cat "$scratch/miri-avx512.log"
     [ "$status" = 0 ] || { echo "miri with AVX-512 failed (exit status $status)"; exit 1; }
+    step "miri: the Q15 512-bit loop (AVX-512BW vpmaddwd), tests/q15.rs on small shapes, RUSTFLAGS='$AVX512_FLAGS'"
+    CARGO_TARGET_DIR=target/miri-avx512 RUSTFLAGS="$AVX512_FLAGS" \
+        filtered cargo +"$NIGHTLY" miri test --features std --test q15 -- small_rotations
 else
     step "miri: avx2 and avx512 backends skipped (host is $(uname -m), not x86_64)"
 fi

@@ -529,14 +529,21 @@ fn backends_match_scalar<V: Fixed>() {
 }
 
 /// The integer vector loops on a size Miri can run (`.ci/hardening.sh` runs this test under
-/// Miri with AVX2): interleaved d = 44 (a whole block and a tail per axis), half d = 64 (a
-/// whole 16-pair block per axis), `i16` and `i8`, both directions, every backend against
-/// `Scalar` bit for bit.
+/// Miri with AVX2 and with AVX-512): interleaved d = 44 (an 8-pair block and a tail per
+/// axis) and d = 64 (a 16-pair block: one 512-bit block, two 256-bit ones), half d = 64 (a
+/// 16-pair block per axis) and d = 128 (a 32-pair block), `i16` and `i8`, both directions,
+/// every backend against `Scalar` bit for bit.
 #[test]
 fn small_rotations_match_scalar_on_every_backend() {
     fn check<V: Fixed>() {
         let mut rng = Rng(11);
-        for (layout, d) in [(Layout::Interleaved, 44), (Layout::Half, 64)] {
+        let heads = [
+            (Layout::Interleaved, 44),
+            (Layout::Interleaved, 64),
+            (Layout::Half, 64),
+            (Layout::Half, 128),
+        ];
+        for (layout, d) in heads {
             let spec = preset::axial(d, layout, preset::AxisOrder::RowFirst, 100.0);
             let mut qs = vec![[0i16; 2]; Table::storage_len(&spec, [2, 2]).unwrap()];
             let table = Q15Table::build(&mut qs, &spec, [2, 2]).unwrap();
@@ -552,7 +559,7 @@ fn small_rotations_match_scalar_on_every_backend() {
                     let t = table.with_backend(backend).unwrap();
                     t.rotate(&mut got[1..], Shape::heads(1), Grid::new([2, 2]), dir)
                         .unwrap();
-                    assert!(got == expected, "{backend:?} {layout:?} {dir:?}");
+                    assert!(got == expected, "{backend:?} {layout:?} d {d} {dir:?}");
                 }
             }
         }

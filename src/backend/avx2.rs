@@ -162,6 +162,10 @@ pub(super) unsafe fn run_with_32_registers<E: Element, A: AngleSource>(job: Job<
     drive::<Simd<V, E>, A>(job);
 }
 
+/// The 256-bit Q15 block loop, for the `avx512` loop's sections that 512-bit blocks do not
+/// tile.
+#[cfg(feature = "avx512")]
+pub(super) use q15::blocks as q15_blocks;
 pub(crate) use q15::run_q15;
 
 /// Q15 tables on `i16` and `i8` buffers: the scalar kernel with its pair loop in 256-bit
@@ -170,8 +174,8 @@ pub(crate) use q15::run_q15;
 /// saturating packs round and saturate alike: bit for bit the scalar results. RoPE-Mixed's
 /// summed entries and the pairs after the last whole block take the scalar code.
 mod q15 {
-    use super::super::Pairing;
     use super::super::scalar::Fixed;
+    use super::super::{Pairing, Tokens};
     use crate::config::{Direction, Layout};
     use core::arch::x86_64::{
         __m256i, _mm_loadu_si128, _mm_storeu_si128, _mm256_add_epi32, _mm256_castsi256_si128,
@@ -184,7 +188,8 @@ mod q15 {
     super::super::simd::q15_loop!(
         features = "avx2",
         available = super::is_available(),
-        blocks = blocks
+        blocks = blocks,
+        fallback = crate::backend::scalar::run_q15
     );
 
     /// Rotates, in every head of `x`, the whole blocks (8 interleaved pairs, 16 half-layout
@@ -197,7 +202,7 @@ mod q15 {
     /// The CPU must support AVX2.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    unsafe fn blocks<V: Fixed>(
+    pub(in crate::backend) unsafe fn blocks<V: Fixed>(
         x: &mut [V],
         head_dim: usize,
         pairing: Pairing,
@@ -235,7 +240,7 @@ mod q15 {
                     for i in (0..done).step_by(8) {
                         let (w1, w2) = weights(entries(angles, i), signs);
                         let p = 2 * (first_pair + i);
-                        for head in x.chunks_exact_mut(head_dim) {
+                        for head in Tokens::new(&mut *x, head_dim) {
                             let v = &mut head[p..p + 16];
                             let ab = load(v);
                             let a = round(_mm256_madd_epi16(ab, w1));
@@ -254,7 +259,7 @@ mod q15 {
                         let (w1hi, w2hi) =
                             weights(_mm256_permute2x128_si256::<0x31>(e0, e1), signs);
                         let p = first_pair + i;
-                        for head in x.chunks_exact_mut(head_dim) {
+                        for head in Tokens::new(&mut *x, head_dim) {
                             let (lo, hi) = head.split_at_mut(rotary);
                             let (va, vb) = (&mut lo[p..p + 16], &mut hi[p..p + 16]);
                             let (a, b) = (load(va), load(vb));

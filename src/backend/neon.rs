@@ -255,14 +255,15 @@ mod q15 {
         vqrshrn_high_n_s32, vqrshrn_n_s32, vst1_s8, vst1q_s16, vst2_s8, vst2q_s16,
     };
 
-    use super::super::Pairing;
     use super::super::scalar::Fixed;
+    use super::super::{Pairing, Tokens};
     use crate::config::{Direction, Layout};
 
     super::super::simd::q15_loop!(
         features = "neon",
         available = super::is_available(),
-        blocks = blocks
+        blocks = blocks,
+        fallback = crate::backend::scalar::run_q15
     );
 
     /// Rotates, in every head of `x`, the whole blocks of 8 pairs of pairs `first_pair ..`
@@ -295,7 +296,7 @@ mod q15 {
                 Direction::Inverse => (cs.0, unsafe { vnegq_s16(cs.1) }),
             };
             let p = first_pair + i;
-            for head in x.chunks_exact_mut(head_dim) {
+            for head in Tokens::new(&mut *x, head_dim) {
                 match pairing.layout {
                     Layout::Interleaved => {
                         let v = &mut head[2 * p..2 * p + 16];

@@ -384,12 +384,17 @@ mod q15 {
 
     /// An arch file's Q15 entry point `run_q15` (the registry's): the scalar Q15 kernel with its
     /// pair loop in the file's `$blocks` (a [`Q15Blocks::blocks`] function), compiled with
-    /// `$features` so that its intrinsics inline, taken when `$available` (otherwise the scalar
-    /// backend's Q15 loop, the same bits).
+    /// `$features` so that its intrinsics inline, taken when `$available` (otherwise
+    /// `$fallback`, another `run_q15`: the same bits).
     macro_rules! q15_loop {
-        (features = $features:literal, available = $available:expr, blocks = $blocks:path) => {
+        (
+            features = $features:literal,
+            available = $available:expr,
+            blocks = $blocks:path,
+            fallback = $fallback:path
+        ) => {
             /// A Q15 table's job: the integer vector loop where the CPU has its instruction set,
-            /// else the scalar kernel.
+            /// else the fallback's.
             pub(crate) fn run_q15<
                 V: $crate::backend::scalar::Fixed,
                 A: $crate::backend::AngleSource<[i16; 2]>,
@@ -400,7 +405,7 @@ mod q15 {
                     // SAFETY: the CPU has the loop's target features, checked just above.
                     unsafe { run_q15_vectors(job) }
                 } else {
-                    $crate::backend::scalar::run_q15(job);
+                    $fallback(job);
                 }
             }
 
@@ -474,8 +479,10 @@ mod q15 {
         ) {
             // SAFETY: `L`'s instruction set is available where this kernel runs (`Q15Blocks`).
             let done = unsafe { L::blocks(x, head_dim, pairing, first_pair, angles, dir) };
-            let rest = angles.get(done..).unwrap_or(&[]);
-            rotate_pairs_rust::<Q15<V>>(x, head_dim, pairing, first_pair + done, rest, dir);
+            // Most sections are whole blocks: no walk over the heads for nothing.
+            if let Some(rest) = angles.get(done..).filter(|rest| !rest.is_empty()) {
+                rotate_pairs_rust::<Q15<V>>(x, head_dim, pairing, first_pair + done, rest, dir);
+            }
         }
     }
 }

@@ -34,6 +34,10 @@ pub(crate) const WIDE_INTERLEAVED: u8 = 1 << 4;
 /// registers for them), on top of [`AVX512F`]. Every AVX-512 CPU since Skylake-SP has it;
 /// the Xeon Phi (Knights Landing) does not.
 pub(crate) const AVX512VL: u8 = 1 << 5;
+/// The CPU has AVX-512BW (512-bit 8- and 16-bit integer instructions: `vpmaddwd`,
+/// `vpackssdw`, `vpmovswb` on `zmm`), on top of [`AVX512F`]. Every AVX-512 CPU since
+/// Skylake-SP has it; the Xeon Phi does not.
+pub(crate) const AVX512BW: u8 = 1 << 6;
 /// The cache holds an answer.
 const KNOWN: u8 = 1 << 7;
 
@@ -63,6 +67,9 @@ fn detect() -> u8 {
             features |= AVX512F;
             if cfg!(target_feature = "avx512vl") {
                 features |= AVX512VL;
+            }
+            if cfg!(target_feature = "avx512bw") {
+                features |= AVX512BW;
             }
             if cfg!(all(
                 target_feature = "avx512bf16",
@@ -125,6 +132,9 @@ fn detect() -> u8 {
             features |= AVX512F;
             if avx512vl {
                 features |= AVX512VL;
+            }
+            if avx512bw {
+                features |= AVX512BW;
             }
             if avx512bf16 && avx512dq && avx512bw {
                 features |= AVX512BF16;
@@ -244,6 +254,8 @@ mod tests {
         assert_eq!(f & AVX512F != 0, std_avx512);
         let std_avx512vl = std_avx512 && std::is_x86_feature_detected!("avx512vl");
         assert_eq!(f & AVX512VL != 0, std_avx512vl);
+        let std_avx512bw = std_avx512 && std::is_x86_feature_detected!("avx512bw");
+        assert_eq!(f & AVX512BW != 0, std_avx512bw);
         let std_bf16 = std_avx512
             && !cfg!(rope2d_no_avx512bf16)
             && std::is_x86_feature_detected!("avx512bf16")
