@@ -57,8 +57,8 @@ pub type Table<'a, const A: usize, P = Sections<A>> = Rope<A, TableAngles<'a, A,
 /// - Buffers are rotated in their own scale: [`Shape`]'s scales must be
 ///   [`Scales::SAME`], the spec's `mscale` 1, and the buffer `i16` or `i8`
 ///   ([`Error::FixedPoint`] otherwise). Every backend gives the same bits: the scalar
-///   kernel's integer arithmetic, its pair loop in integer vectors on `avx2` and `avx512`
-///   (`vpmaddwd`) and `neon` (`smull`, `sqrshrn`).
+///   kernel's integer arithmetic, its pair loop in integer vectors on `avx2` (256-bit
+///   `vpmaddwd`), `avx512` (512-bit, with AVX-512BW) and `neon` (`smull`, `sqrshrn`).
 ///
 /// ```
 /// use rope2d::{Direction, Grid, Q15Table, Shape, Table, preset};

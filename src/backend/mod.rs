@@ -754,8 +754,8 @@ impl Backend {
 /// beyond, not for interleaved pairs on AMD Zen 4+ and Intel model 207, and at any size for
 /// heads or sections only 256-bit registers fit (d = 80 half); angles loaded once per token,
 /// heads in address order; f16, i16, i8 by AVX-512F, bf16 by AVX-512 BF16, 16 values a step
-/// in the rotation loop (interleaved bf16 split by shift and mask); Q15 by the avx2 vpmaddwd
-/// loop; cpu AuthenticAMD family 25 model 17 stepping 1`
+/// in the rotation loop (interleaved bf16 split by shift and mask); Q15 by 512-bit vpmaddwd
+/// (AVX-512BW); cpu AuthenticAMD family 25 model 17 stepping 1`
 ///
 /// ```
 /// let line = rope2d::Backend::auto().describe();
