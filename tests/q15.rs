@@ -537,13 +537,13 @@ fn backends_match_scalar<V: Fixed>() {
 fn small_rotations_match_scalar_on_every_backend() {
     fn check<V: Fixed>() {
         let mut rng = Rng(11);
-        let heads = [
+        let shapes = [
             (Layout::Interleaved, 44),
             (Layout::Interleaved, 64),
             (Layout::Half, 64),
             (Layout::Half, 128),
         ];
-        for (layout, d) in heads {
+        for (layout, d) in shapes {
             let spec = preset::axial(d, layout, preset::AxisOrder::RowFirst, 100.0);
             let mut qs = vec![[0i16; 2]; Table::storage_len(&spec, [2, 2]).unwrap()];
             let table = Q15Table::build(&mut qs, &spec, [2, 2]).unwrap();

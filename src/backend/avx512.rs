@@ -159,8 +159,8 @@ fn narrow_heads<E: Element>(
 pub(crate) use q15::run_q15;
 
 /// Q15 tables on `i16` and `i8` buffers: the `avx2` backend's integer loop in 512-bit
-/// vectors (AVX-512BW), 16 interleaved or 32 half-layout pairs a block — half the
-/// instructions per value. `vpmaddwd` forms each output's `a·c − b·s` exactly in 32 bits;
+/// vectors (AVX-512BW; AVX-512VL gives the 256-bit blocks it ends in 32 registers), 16
+/// interleaved or 32 half-layout pairs a block — half the instructions per value. `vpmaddwd` forms each output's `a·c − b·s` exactly in 32 bits;
 /// `+2¹⁴`, `>> 15` and the saturating packs round and saturate as the scalar code does: bit
 /// for bit its results. Sections that 512-bit blocks do not tile end in the `avx2` blocks
 /// (d = 96 interleaved: 24 pairs per axis, one 16-pair and one 8-pair block), then scalar
@@ -193,7 +193,7 @@ mod q15 {
     ///
     /// # Safety
     ///
-    /// The CPU must support AVX-512F, AVX-512BW and AVX2.
+    /// The CPU must support AVX-512F, AVX-512BW, AVX-512VL and AVX2.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     unsafe fn blocks<V: Fixed>(
@@ -211,8 +211,8 @@ mod q15 {
             Layout::Half => 32,
         };
         let done = n - n % block;
-        // SAFETY: AVX-512F, AVX-512BW and AVX2 (caller); every load and store is of a
-        // subslice (checked by slicing).
+        // SAFETY: AVX-512F, AVX-512BW, AVX-512VL and AVX2 (caller); every load and store is
+        // of a subslice (checked by slicing).
         unsafe {
             // Which 16-bit lanes `vpsubw` negates: the forward rotation's first weights are
             // `[c, −s]`, its second `[s, c]`; the inverse's `[c, s]` and `[−s, c]` (entries
@@ -361,6 +361,7 @@ mod q15 {
         }
     }
 }
+
 /// Q15 tables: the scalar integer kernel (built without the `avx2` backend).
 #[cfg(not(feature = "avx2"))]
 pub(crate) use super::scalar::run_q15;
