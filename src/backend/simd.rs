@@ -44,7 +44,7 @@ pub(super) const ROW_PAIRS: usize = 512;
 /// `b[2k] = ∓sin_k`, `b[2k+1] = ±sin_k`; half layout, `a[k] = cos_k`, `b[k] = ±sin_k` (the
 /// upper sign for [`Direction::Forward`]).
 ///
-/// Only the floats staged by [`Kernel::prepare`](super::Kernel::prepare) and a vector's worth
+/// Only the floats staged by [`Kernel::prepare`] and a vector's worth
 /// of padding after them, which a tail's whole-vector load reads, are initialised — a prefix
 /// of each array, of length `floats`, that the loops check before reading: a row costs
 /// nothing for the sizes a call does not use, and nothing is written twice (zeroing the row
@@ -1066,7 +1066,7 @@ unsafe fn half_wide_step<V: Stored<E>, E: Element>(
 }
 
 /// The split loop body ([`Form::Split`]): `LANES` interleaved `bf16` pairs at `p` split into
-/// first and second elements as they load, rotated as [`half`] rotates them by the cosines
+/// first and second elements as they load, rotated as [`half()`] rotates them by the cosines
 /// `c` and signed sines `s`, and merged back as they store.
 ///
 /// # Safety
