@@ -162,21 +162,19 @@ pub(super) unsafe fn run_with_32_registers<E: Element, A: AngleSource>(job: Job<
     drive::<Simd<V, E>, A>(job);
 }
 
-/// The 256-bit Q15 block loop, for the `avx512` loop's sections that 512-bit blocks do not
-/// tile.
+/// The 256-bit Q15 vector, for the `avx512` loop's sections that 512-bit blocks do not tile.
 #[cfg(feature = "avx512")]
-pub(super) use q15::blocks as q15_blocks;
+pub(super) use q15::Lanes as Q15Lanes256;
 pub(crate) use q15::run_q15;
 
 /// Q15 tables on `i16` and `i8` buffers: the scalar kernel with its pair loop in 256-bit
-/// integer vectors ([`Q15Blocks`](super::simd::Q15Blocks)). `vpmaddwd` forms each output's
-/// `a·c − b·s` exactly in 32 bits, as the scalar code does; `+2¹⁴`, `>> 15` and the
-/// saturating packs round and saturate alike: bit for bit the scalar results. RoPE-Mixed's
+/// integer vectors ([`lane_blocks`](super::simd::lane_blocks) over [`Lanes`](q15::Lanes): 8
+/// interleaved or 16 half-layout pairs a block), bit for bit the scalar results. RoPE-Mixed's
 /// summed entries and the pairs after the last whole block take the scalar code.
 mod q15 {
     use super::super::scalar::Fixed;
-    use super::super::{Pairing, Tokens};
-    use crate::config::{Direction, Layout};
+    use super::super::simd::{Q15Lanes, lane_blocks};
+    use crate::config::Direction;
     use core::arch::x86_64::{
         __m256i, _mm_loadu_si128, _mm_storeu_si128, _mm256_add_epi32, _mm256_castsi256_si128,
         _mm256_cvtepi8_epi16, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_packs_epi16,
@@ -188,40 +186,60 @@ mod q15 {
     super::super::simd::q15_loop!(
         features = "avx2",
         available = super::is_available(),
-        blocks = blocks,
+        blocks = lane_blocks::<Lanes, _>,
         fallback = crate::backend::scalar::run_q15
     );
 
-    /// Rotates, in every head of `x`, the whole blocks (8 interleaved pairs, 16 half-layout
-    /// pairs) of pairs `first_pair ..` by `angles`, as the scalar kernel does; returns how
-    /// many of `angles` it took. Blocks outer, heads inner: a block's weights stay in
-    /// registers across the token's heads (a few hundred bytes, in L1).
-    ///
-    /// # Safety
-    ///
-    /// The CPU must support AVX2.
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    pub(in crate::backend) unsafe fn blocks<V: Fixed>(
-        x: &mut [V],
-        head_dim: usize,
-        pairing: Pairing,
-        first_pair: usize,
-        angles: &[[i16; 2]],
-        dir: Direction,
-    ) -> usize {
-        let rotary = pairing.pairs.min(head_dim / 2);
-        let n = angles.len().min(rotary.saturating_sub(first_pair));
-        let block = match pairing.layout {
-            Layout::Interleaved => 8,
-            Layout::Half => 16,
-        };
-        let done = n - n % block;
-        // SAFETY: AVX2 (caller); every load and store is of a subslice (checked by slicing).
-        unsafe {
-            // `vpsignw` multipliers: the forward rotation's first weights are `[c, −s]`, its
-            // second `[s, c]`; the inverse's `[c, s]` and `[−s, c]` (entries are at most
-            // 32 767 in magnitude: negating one is exact).
+    /// 16 `i16` lanes in a 256-bit vector. Only constructed where AVX2 is available (the
+    /// `unsafe` trait's contract).
+    #[derive(Clone, Copy)]
+    pub(in crate::backend) struct Lanes(__m256i);
+
+    // SAFETY: every method below uses AVX2 only, and is only called where it is available
+    // (the trait's contract).
+    unsafe impl Q15Lanes for Lanes {
+        const LANES: usize = 16;
+
+        #[inline(always)]
+        unsafe fn load<V: Fixed>(x: &[V]) -> Self {
+            let x = &x[..16];
+            // SAFETY: AVX2 (caller); `V` is `i16` or `i8` (`Fixed`'s only types), 16 of them
+            // readable at `x`.
+            Self(unsafe {
+                if size_of::<V>() == 2 {
+                    _mm256_loadu_si256(x.as_ptr().cast())
+                } else {
+                    _mm256_cvtepi8_epi16(_mm_loadu_si128(x.as_ptr().cast()))
+                }
+            })
+        }
+
+        #[inline(always)]
+        unsafe fn store<V: Fixed>(x: &mut [V], v: Self) {
+            let x = &mut x[..16];
+            // SAFETY: as in `load`, 16 values writable at `x`.
+            unsafe {
+                if size_of::<V>() == 2 {
+                    _mm256_storeu_si256(x.as_mut_ptr().cast(), v.0);
+                } else {
+                    // `[r0..7, r0..7 | r8..15, r8..15]` as bytes: keep qwords 0 and 2.
+                    let bytes = _mm256_permute4x64_epi64::<0b1000>(_mm256_packs_epi16(v.0, v.0));
+                    _mm_storeu_si128(x.as_mut_ptr().cast(), _mm256_castsi256_si128(bytes));
+                }
+            }
+        }
+
+        #[inline(always)]
+        unsafe fn entries(angles: &[[i16; 2]], i: usize) -> Self {
+            let e = &angles[i..i + 8];
+            // SAFETY: AVX2 (caller); 8 entries, 32 bytes, readable at `e`.
+            Self(unsafe { _mm256_loadu_si256(e.as_ptr().cast()) })
+        }
+
+        #[inline(always)]
+        unsafe fn weights(e: Self, dir: Direction) -> (Self, Self) {
+            // `vpsignw` multipliers per 32 bits (`[c, s]`): keep both, negate the high
+            // (`s`) or the low half.
             const KEEP: i32 = 0x0001_0001;
             const NEGATE_HIGH: i32 = 0xFFFF_0001_u32 as i32;
             const NEGATE_LOW: i32 = 0x0001_FFFF;
@@ -229,138 +247,69 @@ mod q15 {
                 Direction::Forward => (NEGATE_HIGH, KEEP),
                 Direction::Inverse => (KEEP, NEGATE_LOW),
             };
-            let signs = (_mm256_set1_epi32(m1), _mm256_set1_epi32(m2));
-            match pairing.layout {
-                Layout::Interleaved => {
-                    // Per 128-bit lane, `[a'0..3, b'0..3]` → `[a'0, b'0, a'1, b'1, …]`.
-                    let zip = _mm256_setr_epi8(
-                        0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15, 0, 1, 8, 9, 2, 3, 10,
-                        11, 4, 5, 12, 13, 6, 7, 14, 15,
-                    );
-                    for i in (0..done).step_by(8) {
-                        let (w1, w2) = weights(entries(angles, i), signs);
-                        let p = 2 * (first_pair + i);
-                        for head in Tokens::new(&mut *x, head_dim) {
-                            let v = &mut head[p..p + 16];
-                            let ab = load(v);
-                            let a = round(_mm256_madd_epi16(ab, w1));
-                            let b = round(_mm256_madd_epi16(ab, w2));
-                            store(v, _mm256_shuffle_epi8(_mm256_packs_epi32(a, b), zip));
-                        }
-                    }
-                }
-                Layout::Half => {
-                    for i in (0..done).step_by(16) {
-                        let (e0, e1) = (entries(angles, i), entries(angles, i + 8));
-                        // The entries of the pairs `vpunpcklwd` / `vpunpckhwd` bring together:
-                        // 0–3 and 8–11, 4–7 and 12–15.
-                        let (w1lo, w2lo) =
-                            weights(_mm256_permute2x128_si256::<0x20>(e0, e1), signs);
-                        let (w1hi, w2hi) =
-                            weights(_mm256_permute2x128_si256::<0x31>(e0, e1), signs);
-                        let p = first_pair + i;
-                        for head in Tokens::new(&mut *x, head_dim) {
-                            let (lo, hi) = head.split_at_mut(rotary);
-                            let (va, vb) = (&mut lo[p..p + 16], &mut hi[p..p + 16]);
-                            let (a, b) = (load(va), load(vb));
-                            let (l, h) = (_mm256_unpacklo_epi16(a, b), _mm256_unpackhi_epi16(a, b));
-                            // `vpackssdw` undoes the unpacks' lane order: pairs 0–15 in order.
-                            let a = _mm256_packs_epi32(
-                                round(_mm256_madd_epi16(l, w1lo)),
-                                round(_mm256_madd_epi16(h, w1hi)),
-                            );
-                            let b = _mm256_packs_epi32(
-                                round(_mm256_madd_epi16(l, w2lo)),
-                                round(_mm256_madd_epi16(h, w2hi)),
-                            );
-                            store(va, a);
-                            store(vb, b);
-                        }
-                    }
-                }
+            // SAFETY: AVX2 (caller).
+            unsafe {
+                let swap = _mm256_setr_epi8(
+                    2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13, 2, 3, 0, 1, 6, 7, 4, 5,
+                    10, 11, 8, 9, 14, 15, 12, 13,
+                );
+                let w1 = _mm256_sign_epi16(e.0, _mm256_set1_epi32(m1));
+                let swapped = _mm256_shuffle_epi8(e.0, swap);
+                let w2 = _mm256_sign_epi16(swapped, _mm256_set1_epi32(m2));
+                (Self(w1), Self(w2))
             }
         }
-        done
-    }
 
-    /// Entries `i .. i + 8` of `angles` (32 bytes).
-    ///
-    /// # Safety
-    ///
-    /// The CPU supports AVX2.
-    #[inline(always)]
-    unsafe fn entries(angles: &[[i16; 2]], i: usize) -> __m256i {
-        let e = &angles[i..i + 8];
-        // SAFETY: AVX2 (caller); 8 entries, 32 bytes, readable at `e`.
-        unsafe { _mm256_loadu_si256(e.as_ptr().cast()) }
-    }
-
-    /// The weights of entries `e` (`[c, s]` per 32 bits) for `vpmaddwd`: `e` and its swap
-    /// `[s, c]`, their halves negated by `vpsignw` with `signs`.
-    ///
-    /// # Safety
-    ///
-    /// The CPU supports AVX2.
-    #[inline(always)]
-    unsafe fn weights(e: __m256i, signs: (__m256i, __m256i)) -> (__m256i, __m256i) {
-        // SAFETY: AVX2 (caller).
-        unsafe {
-            let swap = _mm256_setr_epi8(
-                2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13, 2, 3, 0, 1, 6, 7, 4, 5, 10,
-                11, 8, 9, 14, 15, 12, 13,
-            );
-            let w1 = _mm256_sign_epi16(e, signs.0);
-            let w2 = _mm256_sign_epi16(_mm256_shuffle_epi8(e, swap), signs.1);
-            (w1, w2)
-        }
-    }
-
-    /// `v / 2¹⁵` rounded to nearest, ties up, per 32-bit lane (the scalar `round_q15`).
-    ///
-    /// # Safety
-    ///
-    /// The CPU supports AVX2.
-    #[inline(always)]
-    unsafe fn round(v: __m256i) -> __m256i {
-        // SAFETY: AVX2 (caller).
-        unsafe { _mm256_srai_epi32::<15>(_mm256_add_epi32(v, _mm256_set1_epi32(1 << 14))) }
-    }
-
-    /// The 16 values of `v` as 16 `i16` lanes (an `i8` sign-extended).
-    ///
-    /// # Safety
-    ///
-    /// The CPU supports AVX2; `v` holds 16 values.
-    #[inline(always)]
-    unsafe fn load<V: Fixed>(v: &[V]) -> __m256i {
-        debug_assert_eq!(v.len(), 16);
-        // SAFETY: AVX2 (caller); `V` is `i16` or `i8` (`Fixed`'s only types), 16 of
-        // them readable at `v`.
-        unsafe {
-            if size_of::<V>() == 2 {
-                _mm256_loadu_si256(v.as_ptr().cast())
-            } else {
-                _mm256_cvtepi8_epi16(_mm_loadu_si128(v.as_ptr().cast()))
+        #[inline(always)]
+        unsafe fn half_entries(e0: Self, e1: Self) -> (Self, Self) {
+            // SAFETY: AVX2 (caller). The unpacks bring together pairs 0–3 and 8–11 (`lo`),
+            // 4–7 and 12–15 (`hi`).
+            unsafe {
+                (
+                    Self(_mm256_permute2x128_si256::<0x20>(e0.0, e1.0)),
+                    Self(_mm256_permute2x128_si256::<0x31>(e0.0, e1.0)),
+                )
             }
         }
-    }
 
-    /// Stores 16 `i16` lanes into `v`, saturated to `V`.
-    ///
-    /// # Safety
-    ///
-    /// The CPU supports AVX2; `v` holds 16 values.
-    #[inline(always)]
-    unsafe fn store<V: Fixed>(v: &mut [V], r: __m256i) {
-        debug_assert_eq!(v.len(), 16);
-        // SAFETY: as in `load`, 16 values writable at `v`.
-        unsafe {
-            if size_of::<V>() == 2 {
-                _mm256_storeu_si256(v.as_mut_ptr().cast(), r);
-            } else {
-                // `[r0..7, r0..7 | r8..15, r8..15]` as bytes: keep qwords 0 and 2.
-                let bytes = _mm256_permute4x64_epi64::<0b1000>(_mm256_packs_epi16(r, r));
-                _mm_storeu_si128(v.as_mut_ptr().cast(), _mm256_castsi256_si128(bytes));
+        #[inline(always)]
+        unsafe fn madd_round(x: Self, w: Self) -> Self {
+            // SAFETY: AVX2 (caller).
+            unsafe {
+                let sum = _mm256_madd_epi16(x.0, w.0);
+                Self(_mm256_srai_epi32::<15>(_mm256_add_epi32(
+                    sum,
+                    _mm256_set1_epi32(1 << 14),
+                )))
+            }
+        }
+
+        #[inline(always)]
+        unsafe fn packs(a: Self, b: Self) -> Self {
+            // SAFETY: AVX2 (caller).
+            Self(unsafe { _mm256_packs_epi32(a.0, b.0) })
+        }
+
+        #[inline(always)]
+        unsafe fn zip(v: Self) -> Self {
+            // SAFETY: AVX2 (caller).
+            unsafe {
+                let zip = _mm256_setr_epi8(
+                    0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15, 0, 1, 8, 9, 2, 3, 10, 11,
+                    4, 5, 12, 13, 6, 7, 14, 15,
+                );
+                Self(_mm256_shuffle_epi8(v.0, zip))
+            }
+        }
+
+        #[inline(always)]
+        unsafe fn unpack(a: Self, b: Self) -> (Self, Self) {
+            // SAFETY: AVX2 (caller).
+            unsafe {
+                (
+                    Self(_mm256_unpacklo_epi16(a.0, b.0)),
+                    Self(_mm256_unpackhi_epi16(a.0, b.0)),
+                )
             }
         }
     }

@@ -159,24 +159,25 @@ fn narrow_heads<E: Element>(
 pub(crate) use q15::run_q15;
 
 /// Q15 tables on `i16` and `i8` buffers: the `avx2` backend's integer loop in 512-bit
-/// vectors (AVX-512BW; AVX-512VL gives the 256-bit blocks it ends in 32 registers), 16
-/// interleaved or 32 half-layout pairs a block — half the instructions per value. `vpmaddwd` forms each output's `a·c − b·s` exactly in 32 bits;
-/// `+2¹⁴`, `>> 15` and the saturating packs round and saturate as the scalar code does: bit
-/// for bit its results. Sections that 512-bit blocks do not tile end in the `avx2` blocks
-/// (d = 96 interleaved: 24 pairs per axis, one 16-pair and one 8-pair block), then scalar
-/// code. Without AVX-512BW (Xeon Phi), the `avx2` loop.
+/// vectors ([`lane_blocks`](super::simd::lane_blocks) over [`Lanes`](q15::Lanes), with
+/// AVX-512BW; AVX-512VL gives the 256-bit blocks it ends in 32 registers), 16 interleaved or
+/// 32 half-layout pairs a block — half the instructions per value, bit for bit the scalar
+/// results. Sections that 512-bit blocks do not tile end in the `avx2` blocks (d = 96
+/// interleaved: 24 pairs per axis, one 16-pair and one 8-pair block), then scalar code.
+/// Without AVX-512BW and VL (Xeon Phi), the `avx2` loop.
 #[cfg(feature = "avx2")]
 mod q15 {
+    use super::super::Pairing;
+    use super::super::avx2::Q15Lanes256;
     use super::super::scalar::Fixed;
-    use super::super::{Pairing, Tokens};
-    use crate::config::{Direction, Layout};
+    use super::super::simd::{Q15Lanes, lane_blocks};
+    use crate::config::Direction;
     use core::arch::x86_64::{
-        __m512i, __mmask32, _mm_setr_epi8, _mm256_loadu_si256, _mm256_storeu_si256,
-        _mm512_add_epi32, _mm512_broadcast_i32x4, _mm512_cvtepi8_epi16, _mm512_cvtsepi16_epi8,
-        _mm512_loadu_si512, _mm512_madd_epi16, _mm512_mask_sub_epi16, _mm512_packs_epi32,
-        _mm512_rol_epi32, _mm512_set1_epi32, _mm512_setzero_si512, _mm512_shuffle_epi8,
-        _mm512_shuffle_i32x4, _mm512_srai_epi32, _mm512_storeu_si512, _mm512_unpackhi_epi16,
-        _mm512_unpacklo_epi16,
+        __m512i, _mm_setr_epi8, _mm256_loadu_si256, _mm256_storeu_si256, _mm512_add_epi32,
+        _mm512_broadcast_i32x4, _mm512_cvtepi8_epi16, _mm512_cvtsepi16_epi8, _mm512_loadu_si512,
+        _mm512_madd_epi16, _mm512_mask_sub_epi16, _mm512_packs_epi32, _mm512_rol_epi32,
+        _mm512_set1_epi32, _mm512_setzero_si512, _mm512_shuffle_epi8, _mm512_shuffle_i32x4,
+        _mm512_srai_epi32, _mm512_storeu_si512, _mm512_unpackhi_epi16, _mm512_unpacklo_epi16,
     };
 
     super::super::simd::q15_loop!(
@@ -186,14 +187,12 @@ mod q15 {
         fallback = super::super::avx2::run_q15
     );
 
-    /// Rotates, in every head of `x`, the whole 512-bit blocks (16 interleaved pairs, 32
-    /// half-layout pairs) of pairs `first_pair ..` by `angles`, then what whole `avx2` blocks
-    /// the rest holds, as the scalar kernel does; returns how many of `angles` it took. Blocks
-    /// outer, heads inner, as in `avx2`.
+    /// The whole 512-bit blocks of pairs `first_pair ..`, then what whole 256-bit blocks the
+    /// rest holds; returns how many of `angles` they took.
     ///
     /// # Safety
     ///
-    /// The CPU must support AVX-512F, AVX-512BW, AVX-512VL and AVX2.
+    /// The CPU supports AVX-512F, AVX-512BW, AVX-512VL and AVX2.
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     unsafe fn blocks<V: Fixed>(
@@ -204,159 +203,129 @@ mod q15 {
         angles: &[[i16; 2]],
         dir: Direction,
     ) -> usize {
-        let rotary = pairing.pairs.min(head_dim / 2);
-        let n = angles.len().min(rotary.saturating_sub(first_pair));
-        let block = match pairing.layout {
-            Layout::Interleaved => 16,
-            Layout::Half => 32,
-        };
-        let done = n - n % block;
-        // SAFETY: AVX-512F, AVX-512BW, AVX-512VL and AVX2 (caller); every load and store is
-        // of a subslice (checked by slicing).
+        // SAFETY: the instruction sets of both vectors (caller).
         unsafe {
-            // Which 16-bit lanes `vpsubw` negates: the forward rotation's first weights are
-            // `[c, −s]`, its second `[s, c]`; the inverse's `[c, s]` and `[−s, c]` (entries
-            // are at most 32 767 in magnitude: negating one is exact).
-            const HIGH: __mmask32 = 0xAAAA_AAAA;
-            const LOW: __mmask32 = 0x5555_5555;
-            let negate = match dir {
+            let done = lane_blocks::<Lanes, V>(x, head_dim, pairing, first_pair, angles, dir);
+            let rest = angles.get(done..).unwrap_or(&[]);
+            let first = first_pair + done;
+            done + lane_blocks::<Q15Lanes256, V>(x, head_dim, pairing, first, rest, dir)
+        }
+    }
+
+    /// 32 `i16` lanes in a 512-bit vector. Only constructed where AVX-512F and AVX-512BW are
+    /// available (the `unsafe` trait's contract).
+    #[derive(Clone, Copy)]
+    pub(super) struct Lanes(__m512i);
+
+    // SAFETY: every method below uses AVX-512F and AVX-512BW only, and is only called where
+    // they are available (the trait's contract).
+    unsafe impl Q15Lanes for Lanes {
+        const LANES: usize = 32;
+
+        #[inline(always)]
+        unsafe fn load<V: Fixed>(x: &[V]) -> Self {
+            let x = &x[..32];
+            // SAFETY: AVX-512F and AVX-512BW (caller); `V` is `i16` or `i8` (`Fixed`'s only
+            // types), 32 of them readable at `x`.
+            Self(unsafe {
+                if size_of::<V>() == 2 {
+                    _mm512_loadu_si512(x.as_ptr().cast())
+                } else {
+                    _mm512_cvtepi8_epi16(_mm256_loadu_si256(x.as_ptr().cast()))
+                }
+            })
+        }
+
+        #[inline(always)]
+        unsafe fn store<V: Fixed>(x: &mut [V], v: Self) {
+            let x = &mut x[..32];
+            // SAFETY: as in `load`, 32 values writable at `x`; `vpmovswb` saturates to `i8`.
+            unsafe {
+                if size_of::<V>() == 2 {
+                    _mm512_storeu_si512(x.as_mut_ptr().cast(), v.0);
+                } else {
+                    _mm256_storeu_si256(x.as_mut_ptr().cast(), _mm512_cvtsepi16_epi8(v.0));
+                }
+            }
+        }
+
+        #[inline(always)]
+        unsafe fn entries(angles: &[[i16; 2]], i: usize) -> Self {
+            let e = &angles[i..i + 16];
+            // SAFETY: AVX-512F (caller); 16 entries, 64 bytes, readable at `e`.
+            Self(unsafe { _mm512_loadu_si512(e.as_ptr().cast()) })
+        }
+
+        #[inline(always)]
+        unsafe fn weights(e: Self, dir: Direction) -> (Self, Self) {
+            // The 16-bit lanes a masked `vpsubw` negates: the high (`s`) or low halves.
+            const HIGH: u32 = 0xAAAA_AAAA;
+            const LOW: u32 = 0x5555_5555;
+            let (m1, m2) = match dir {
                 Direction::Forward => (HIGH, 0),
                 Direction::Inverse => (0, LOW),
             };
-            match pairing.layout {
-                Layout::Interleaved => {
-                    // Per 128-bit lane, `[a'0..3, b'0..3]` → `[a'0, b'0, a'1, b'1, …]`.
-                    let zip = _mm512_broadcast_i32x4(_mm_setr_epi8(
-                        0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15,
-                    ));
-                    for i in (0..done).step_by(16) {
-                        let (w1, w2) = weights(entries(angles, i), negate);
-                        let p = 2 * (first_pair + i);
-                        for head in Tokens::new(&mut *x, head_dim) {
-                            let v = &mut head[p..p + 32];
-                            let ab = load(v);
-                            let a = round(_mm512_madd_epi16(ab, w1));
-                            let b = round(_mm512_madd_epi16(ab, w2));
-                            store(v, _mm512_shuffle_epi8(_mm512_packs_epi32(a, b), zip));
-                        }
-                    }
-                }
-                Layout::Half => {
-                    for i in (0..done).step_by(32) {
-                        let (e0, e1) = (entries(angles, i), entries(angles, i + 16));
-                        // The entries of the pairs `vpunpcklwd` / `vpunpckhwd` bring together,
-                        // per 128-bit lane `j`: pairs `8j .. 8j + 4` and `8j + 4 .. 8j + 8`.
-                        let (w1lo, w2lo) =
-                            weights(_mm512_shuffle_i32x4::<0b10_00_10_00>(e0, e1), negate);
-                        let (w1hi, w2hi) =
-                            weights(_mm512_shuffle_i32x4::<0b11_01_11_01>(e0, e1), negate);
-                        let p = first_pair + i;
-                        for head in Tokens::new(&mut *x, head_dim) {
-                            let (lo, hi) = head.split_at_mut(rotary);
-                            let (va, vb) = (&mut lo[p..p + 32], &mut hi[p..p + 32]);
-                            let (a, b) = (load(va), load(vb));
-                            let (l, h) = (_mm512_unpacklo_epi16(a, b), _mm512_unpackhi_epi16(a, b));
-                            // `vpackssdw` undoes the unpacks' lane order: pairs 0–31 in order.
-                            let a = _mm512_packs_epi32(
-                                round(_mm512_madd_epi16(l, w1lo)),
-                                round(_mm512_madd_epi16(h, w1hi)),
-                            );
-                            let b = _mm512_packs_epi32(
-                                round(_mm512_madd_epi16(l, w2lo)),
-                                round(_mm512_madd_epi16(h, w2hi)),
-                            );
-                            store(va, a);
-                            store(vb, b);
-                        }
-                    }
-                }
-            }
-            let rest = angles.get(done..).unwrap_or(&[]);
-            done + super::super::avx2::q15_blocks(
-                x,
-                head_dim,
-                pairing,
-                first_pair + done,
-                rest,
-                dir,
-            )
-        }
-    }
-
-    /// Entries `i .. i + 16` of `angles` (64 bytes).
-    ///
-    /// # Safety
-    ///
-    /// The CPU supports AVX-512F.
-    #[inline(always)]
-    unsafe fn entries(angles: &[[i16; 2]], i: usize) -> __m512i {
-        let e = &angles[i..i + 16];
-        // SAFETY: AVX-512F (caller); 16 entries, 64 bytes, readable at `e`.
-        unsafe { _mm512_loadu_si512(e.as_ptr().cast()) }
-    }
-
-    /// The weights of entries `e` (`[c, s]` per 32 bits) for `vpmaddwd`: `e` and its swap
-    /// `[s, c]` (`vprold` by 16), the 16-bit lanes of `negate`'s masks negated.
-    ///
-    /// # Safety
-    ///
-    /// The CPU supports AVX-512F and AVX-512BW.
-    #[inline(always)]
-    unsafe fn weights(e: __m512i, negate: (__mmask32, __mmask32)) -> (__m512i, __m512i) {
-        // SAFETY: AVX-512F and AVX-512BW (caller).
-        unsafe {
-            let zero = _mm512_setzero_si512();
-            let w1 = _mm512_mask_sub_epi16(e, negate.0, zero, e);
-            let swapped = _mm512_rol_epi32::<16>(e);
-            let w2 = _mm512_mask_sub_epi16(swapped, negate.1, zero, swapped);
-            (w1, w2)
-        }
-    }
-
-    /// `v / 2¹⁵` rounded to nearest, ties up, per 32-bit lane (the scalar `round_q15`).
-    ///
-    /// # Safety
-    ///
-    /// The CPU supports AVX-512F.
-    #[inline(always)]
-    unsafe fn round(v: __m512i) -> __m512i {
-        // SAFETY: AVX-512F (caller).
-        unsafe { _mm512_srai_epi32::<15>(_mm512_add_epi32(v, _mm512_set1_epi32(1 << 14))) }
-    }
-
-    /// The 32 values of `v` as 32 `i16` lanes (an `i8` sign-extended).
-    ///
-    /// # Safety
-    ///
-    /// The CPU supports AVX-512F and AVX-512BW; `v` holds 32 values.
-    #[inline(always)]
-    unsafe fn load<V: Fixed>(v: &[V]) -> __m512i {
-        debug_assert_eq!(v.len(), 32);
-        // SAFETY: AVX-512F and AVX-512BW (caller); `V` is `i16` or `i8` (`Fixed`'s only
-        // types), 32 of them readable at `v`.
-        unsafe {
-            if size_of::<V>() == 2 {
-                _mm512_loadu_si512(v.as_ptr().cast())
-            } else {
-                _mm512_cvtepi8_epi16(_mm256_loadu_si256(v.as_ptr().cast()))
+            // SAFETY: AVX-512F and AVX-512BW (caller).
+            unsafe {
+                let zero = _mm512_setzero_si512();
+                let w1 = _mm512_mask_sub_epi16(e.0, m1, zero, e.0);
+                // `vprold` by 16: `[s, c]`.
+                let swapped = _mm512_rol_epi32::<16>(e.0);
+                let w2 = _mm512_mask_sub_epi16(swapped, m2, zero, swapped);
+                (Self(w1), Self(w2))
             }
         }
-    }
 
-    /// Stores 32 `i16` lanes into `v`, saturated to `V` (`vpmovswb` for `i8`).
-    ///
-    /// # Safety
-    ///
-    /// The CPU supports AVX-512F and AVX-512BW; `v` holds 32 values.
-    #[inline(always)]
-    unsafe fn store<V: Fixed>(v: &mut [V], r: __m512i) {
-        debug_assert_eq!(v.len(), 32);
-        // SAFETY: as in `load`, 32 values writable at `v`.
-        unsafe {
-            if size_of::<V>() == 2 {
-                _mm512_storeu_si512(v.as_mut_ptr().cast(), r);
-            } else {
-                _mm256_storeu_si256(v.as_mut_ptr().cast(), _mm512_cvtsepi16_epi8(r));
+        #[inline(always)]
+        unsafe fn half_entries(e0: Self, e1: Self) -> (Self, Self) {
+            // SAFETY: AVX-512F (caller). Per 128-bit lane `j` the unpacks bring together
+            // pairs `8j .. 8j + 4` (`lo`) and `8j + 4 .. 8j + 8` (`hi`): entries of lanes
+            // 0, 2 of `e0` and of `e1`, then lanes 1, 3.
+            unsafe {
+                (
+                    Self(_mm512_shuffle_i32x4::<0b10_00_10_00>(e0.0, e1.0)),
+                    Self(_mm512_shuffle_i32x4::<0b11_01_11_01>(e0.0, e1.0)),
+                )
+            }
+        }
+
+        #[inline(always)]
+        unsafe fn madd_round(x: Self, w: Self) -> Self {
+            // SAFETY: AVX-512F and AVX-512BW (caller).
+            unsafe {
+                let sum = _mm512_madd_epi16(x.0, w.0);
+                Self(_mm512_srai_epi32::<15>(_mm512_add_epi32(
+                    sum,
+                    _mm512_set1_epi32(1 << 14),
+                )))
+            }
+        }
+
+        #[inline(always)]
+        unsafe fn packs(a: Self, b: Self) -> Self {
+            // SAFETY: AVX-512BW (caller).
+            Self(unsafe { _mm512_packs_epi32(a.0, b.0) })
+        }
+
+        #[inline(always)]
+        unsafe fn zip(v: Self) -> Self {
+            // SAFETY: AVX-512F and AVX-512BW (caller).
+            unsafe {
+                let zip = _mm512_broadcast_i32x4(_mm_setr_epi8(
+                    0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15,
+                ));
+                Self(_mm512_shuffle_epi8(v.0, zip))
+            }
+        }
+
+        #[inline(always)]
+        unsafe fn unpack(a: Self, b: Self) -> (Self, Self) {
+            // SAFETY: AVX-512BW (caller).
+            unsafe {
+                (
+                    Self(_mm512_unpacklo_epi16(a.0, b.0)),
+                    Self(_mm512_unpackhi_epi16(a.0, b.0)),
+                )
             }
         }
     }

@@ -350,14 +350,17 @@ macro_rules! staging {
 }
 pub(super) use staging;
 
-/// The Q15 vector glue, for the backends with integer vector loops (avx2, neon): an arch file
-/// provides a [`Q15Blocks`] loop, [`q15_loop`] makes its registry entry.
+/// The Q15 vector glue, for the backends with integer vector loops (avx2, avx512, neon): an
+/// arch file provides a [`Q15Blocks`] loop, [`q15_loop`] makes its registry entry. The x86
+/// files write theirs as [`lane_blocks`] over their [`Q15Lanes`] vector.
 #[cfg(any(
     all(target_arch = "x86_64", feature = "avx2"),
     all(target_arch = "aarch64", feature = "neon")
 ))]
 mod q15 {
     use super::super::scalar::{Fixed, Number, Q15, rotate_pairs_rust};
+    #[cfg(target_arch = "x86_64")]
+    use super::{super::Tokens, Layout};
     use super::{Direction, Pairing};
 
     /// A Q15 pair loop in integer vectors (an arch file's): it rotates, in every head of `x`,
@@ -450,6 +453,111 @@ mod q15 {
     }
     pub(crate) use q15_loop;
 
+    /// A vector of `LANES` 16-bit lanes (an x86 arch file's) and the operations the x86 Q15
+    /// block loop [`lane_blocks`] takes from it: `vpmaddwd` forms each output's `a·c − b·s`
+    /// exactly in 32 bits, `+2¹⁴` and `>> 15` round it as the scalar `round_q15` does, and the
+    /// saturating packs saturate alike.
+    ///
+    /// # Safety
+    ///
+    /// Implementations may only be used where their instruction set is available; the methods'
+    /// contract is that it is.
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) unsafe trait Q15Lanes: Copy {
+        /// 16-bit lanes: a block is `LANES / 2` interleaved pairs or `LANES` half-layout ones.
+        const LANES: usize;
+        /// `LANES` values of `x` as `i16` lanes (an `i8` sign-extended).
+        unsafe fn load<V: Fixed>(x: &[V]) -> Self;
+        /// `LANES` `i16` lanes into `x`, saturated to `V`.
+        unsafe fn store<V: Fixed>(x: &mut [V], v: Self);
+        /// `LANES / 2` entries `[c, s]` of `angles` from `i`.
+        unsafe fn entries(angles: &[[i16; 2]], i: usize) -> Self;
+        /// The `vpmaddwd` weights of entries `e` for direction `dir`: `[c, −s]` and `[s, c]`
+        /// forward, `[c, s]` and `[−s, c]` inverse (entries are at most 32 767 in magnitude:
+        /// negating one is exact).
+        unsafe fn weights(e: Self, dir: Direction) -> (Self, Self);
+        /// The entries, from those of pairs `0 .. LANES / 2` and `LANES / 2 .. LANES`, of the
+        /// pairs [`unpack`](Self::unpack) brings together in its first and second results.
+        unsafe fn half_entries(e0: Self, e1: Self) -> (Self, Self);
+        /// `round((x · w summed per 32 bits) / 2¹⁵)` per 32-bit lane: `vpmaddwd`, `+2¹⁴`,
+        /// `>> 15`.
+        unsafe fn madd_round(x: Self, w: Self) -> Self;
+        /// `vpackssdw`: 32-bit lanes narrowed with saturation, per 128-bit lane `a`'s then
+        /// `b`'s.
+        unsafe fn packs(a: Self, b: Self) -> Self;
+        /// Per 128-bit lane, `[a'0..3, b'0..3]` → `[a'0, b'0, a'1, b'1, …]` (16-bit lanes).
+        unsafe fn zip(v: Self) -> Self;
+        /// `vpunpcklwd` and `vpunpckhwd` of `a` and `b`.
+        unsafe fn unpack(a: Self, b: Self) -> (Self, Self);
+    }
+
+    /// Rotates, in every head of `x`, the whole blocks of `L` (`L::LANES / 2` interleaved
+    /// pairs, `L::LANES` half-layout pairs) of pairs `first_pair ..` by `angles`, bit for bit
+    /// as the scalar kernel does; returns how many of `angles` it took. Blocks outer, heads
+    /// inner: a block's weights stay in registers across the token's heads.
+    ///
+    /// # Safety
+    ///
+    /// `L`'s instruction set is available.
+    #[cfg(target_arch = "x86_64")]
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub(crate) unsafe fn lane_blocks<L: Q15Lanes, V: Fixed>(
+        x: &mut [V],
+        head_dim: usize,
+        pairing: Pairing,
+        first_pair: usize,
+        angles: &[[i16; 2]],
+        dir: Direction,
+    ) -> usize {
+        let rotary = pairing.pairs.min(head_dim / 2);
+        let n = angles.len().min(rotary.saturating_sub(first_pair));
+        let block = match pairing.layout {
+            Layout::Interleaved => L::LANES / 2,
+            Layout::Half => L::LANES,
+        };
+        let done = n - n % block;
+        // SAFETY: `L`'s instruction set (caller); every load and store is of a subslice
+        // (checked by slicing).
+        unsafe {
+            match pairing.layout {
+                Layout::Interleaved => {
+                    for i in (0..done).step_by(block) {
+                        let (w1, w2) = L::weights(L::entries(angles, i), dir);
+                        let p = 2 * (first_pair + i);
+                        for head in Tokens::new(&mut *x, head_dim) {
+                            let v = &mut head[p..p + L::LANES];
+                            let ab = L::load(v);
+                            let r = L::packs(L::madd_round(ab, w1), L::madd_round(ab, w2));
+                            L::store(v, L::zip(r));
+                        }
+                    }
+                }
+                Layout::Half => {
+                    for i in (0..done).step_by(block) {
+                        let e0 = L::entries(angles, i);
+                        let e1 = L::entries(angles, i + block / 2);
+                        let (lo, hi) = L::half_entries(e0, e1);
+                        let ((w1lo, w2lo), (w1hi, w2hi)) =
+                            (L::weights(lo, dir), L::weights(hi, dir));
+                        let p = first_pair + i;
+                        for head in Tokens::new(&mut *x, head_dim) {
+                            let (lo, hi) = head.split_at_mut(rotary);
+                            let (va, vb) = (&mut lo[p..p + L::LANES], &mut hi[p..p + L::LANES]);
+                            let (l, h) = L::unpack(L::load(va), L::load(vb));
+                            // `vpackssdw` undoes the unpacks' lane order: pairs in order.
+                            let a = L::packs(L::madd_round(l, w1lo), L::madd_round(h, w1hi));
+                            let b = L::packs(L::madd_round(l, w2lo), L::madd_round(h, w2hi));
+                            L::store(va, a);
+                            L::store(vb, b);
+                        }
+                    }
+                }
+            }
+        }
+        done
+    }
+
     /// The scalar Q15 kernel ([`Q15`]) with its pair loop in `L`'s vector blocks; the pairs after
     /// the last whole block, and RoPE-Mixed's summed entries, in scalar code.
     pub(crate) struct Q15Vectors<V, L>(core::marker::PhantomData<(V, L)>);
@@ -491,6 +599,8 @@ mod q15 {
     all(target_arch = "aarch64", feature = "neon")
 ))]
 pub(super) use q15::{Q15Blocks, Q15Vectors, q15_loop};
+#[cfg(all(target_arch = "x86_64", feature = "avx2"))]
+pub(super) use q15::{Q15Lanes, lane_blocks};
 
 /// The scalar kernel on values of `E`: the loops past a row's reach.
 type Scalar<E> = super::scalar::Scalar<super::scalar::Float<E>>;
