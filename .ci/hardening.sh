@@ -11,7 +11,8 @@
 #      backend's code is the same with or without AVX-512 flags — with their intrinsics,
 #      masked loads and stores and pointer code (`portable` forbids `unsafe`: the native runs
 #      compare it), then the same small tests/q15.rs case with those flags (the avx512
-#      backend's 512-bit Q15 loop). Elsewhere tests/backends.rs runs in the default build, portable included.
+#      backend's 512-bit Q15 loop). Elsewhere tests/backends.rs runs in the default build,
+#      portable included.
 #      Miri does not implement `vpermt2ps` (`llvm.x86.avx512.vpermi2var.ps.512`), so under
 #      Miri the avx512 backend de-interleaves half-layout tables through a stack copy instead
 #      (the data's memory accesses are the native ones).
