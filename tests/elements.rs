@@ -551,6 +551,11 @@ fn element_errors_write_nothing() {
         let err = loud.rotate_at(&mut q, same, &[[1, 1]], Direction::Forward);
         assert_eq!(err, Err(Error::ShapeOverflow), "{backend:?}, mscale 2e4");
         assert!(q.iter().all(|&v| v == 7));
+        // Under Miri the rotations in place run only on the backends with `unsafe` code:
+        // each backend's three take about 20 s there (7 680 tableless RoPE-Mixed angles).
+        if cfg!(miri) && matches!(backend, Backend::Scalar | Backend::Portable) {
+            continue;
+        }
         let err = direct.rotate_at(&mut q, same, &[[1, 1]], Direction::Forward);
         assert_eq!(
             err,
