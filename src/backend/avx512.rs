@@ -31,25 +31,20 @@ use core::arch::x86_64::_mm512_permutex2var_ps;
 use core::arch::x86_64::{
     _CMP_UNORD_Q, _mm512_cvtne2ps_pbh, _mm512_cvtps_epi32, _mm512_cvtsepi32_epi8,
     _mm512_cvtsepi32_epi16, _mm512_fpclass_ps_mask, _mm512_loadu_si512, _mm512_mask_or_epi32,
-    _mm512_maskz_cvtps_epi32, _mm512_packs_epi16, _mm512_packs_epi32, _mm512_permutexvar_epi16,
-    _mm512_permutexvar_epi32, _mm512_permutexvar_epi64, _mm512_setr_epi32, _mm512_setr_epi64,
-    _mm512_storeu_si512, _mm512_ternarylogic_epi32,
+    _mm512_maskz_cvtps_epi32, _mm512_permutexvar_epi16, _mm512_setr_epi32, _mm512_storeu_si512,
+    _mm512_ternarylogic_epi32,
 };
 
 use super::simd::{Bf16Pairs, Simd, Stored, Vector};
 use super::{AngleSource, Job, drive};
-use crate::element::{
-    Element,
-    sealed::{FixedSlice, Format},
-};
+use crate::element::{Element, sealed::Format};
 
 /// An AVX-512 vector. Only constructed inside [`run_avx512`], which runs only on CPUs with
 /// AVX-512F, AVX2 and FMA: every `unsafe` block below relies on that. `BF16`: rounds `bf16`
 /// with `vcvtneps2bf16` / `vcvtne2ps2bf16` (only in [`run_avx512_bf16`], on CPUs with AVX-512
-/// BF16, DQ and BW). `BW`: narrows the rotated vectors of `i16` and `i8` heads by packs (only
-/// in [`run_avx512_bw`], on CPUs with AVX-512BW).
+/// BF16, DQ and BW).
 #[derive(Clone, Copy)]
-struct V<const BF16: bool = false, const BW: bool = false>(__m512);
+struct V<const BF16: bool = false>(__m512);
 
 /// Whether this CPU has AVX-512F, AVX2 and FMA and the OS saves the AVX-512 state: CPUID and
 /// XGETBV, read once and cached ([`x86`](super::x86)), with or without `std`.
@@ -85,35 +80,25 @@ pub(crate) fn conversions() -> &'static str {
         };
     }
     let bf16 = super::x86::features() & super::x86::AVX512BF16 != 0;
-    // AVX-512BW and VL: the Q15 loop's 512-bit form, and packs narrowing `i16` and `i8`
-    // (`+BW`).
     match (bf16, cfg!(feature = "avx2"), has_bw_vl()) {
         (true, true, true) => line!(
-            "f16, i16, i8 by AVX-512F+BW, bf16 by AVX-512 BF16",
+            "f16, i16, i8 by AVX-512F, bf16 by AVX-512 BF16",
             "512-bit vpmaddwd (AVX-512BW)"
         ),
         (true, true, false) => line!(
             "f16, i16, i8 by AVX-512F, bf16 by AVX-512 BF16",
             "the avx2 vpmaddwd loop"
         ),
-        (true, false, true) => line!(
-            "f16, i16, i8 by AVX-512F+BW, bf16 by AVX-512 BF16",
-            "the scalar integer kernel"
-        ),
-        (true, false, false) => line!(
+        (true, false, _) => line!(
             "f16, i16, i8 by AVX-512F, bf16 by AVX-512 BF16",
             "the scalar integer kernel"
         ),
         (false, true, true) => line!(
-            "f16, bf16, i16, i8 by AVX-512F+BW",
+            "f16, bf16, i16, i8 by AVX-512F",
             "512-bit vpmaddwd (AVX-512BW)"
         ),
         (false, true, false) => line!("f16, bf16, i16, i8 by AVX-512F", "the avx2 vpmaddwd loop"),
-        (false, false, true) => line!(
-            "f16, bf16, i16, i8 by AVX-512F+BW",
-            "the scalar integer kernel"
-        ),
-        (false, false, false) => line!(
+        (false, false, _) => line!(
             "f16, bf16, i16, i8 by AVX-512F",
             "the scalar integer kernel"
         ),
@@ -397,23 +382,6 @@ pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
             }
             return super::avx2::run(job);
         }
-        // `i8` and `i16` with AVX-512BW: a head's rotated vectors narrowed by packs, four (two)
-        // to one store, instead of a two-µop `vpmovsdb` (`vpmovsdw`) each.
-        let job = if has_bw_vl() {
-            let job = match job.retype(as_i8::<E>) {
-                // SAFETY: the CPU supports AVX-512F, AVX2 and FMA (checked above) and
-                // AVX-512BW (checked just now, with VL).
-                Ok(job) => return unsafe { run_avx512_bw(job) },
-                Err(job) => job,
-            };
-            match job.retype(as_i16::<E>) {
-                // SAFETY: as for `i8` just above.
-                Ok(job) => return unsafe { run_avx512_bw(job) },
-                Err(job) => job,
-            }
-        } else {
-            job
-        };
         // SAFETY: the CPU supports AVX-512F, AVX2 and FMA, checked just above.
         unsafe { run_avx512(job) }
     } else {
@@ -432,32 +400,6 @@ pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
 #[target_feature(enable = "avx512f,avx2,fma")]
 unsafe fn run_avx512<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
     drive::<Simd<V, E>, A>(job);
-}
-
-/// [`run_avx512`] for `i16` and `i8` buffers with AVX-512BW's packs.
-///
-/// # Safety
-///
-/// The CPU must support AVX-512F, AVX-512BW, AVX2 and FMA.
-#[target_feature(enable = "avx512f,avx512bw,avx2,fma")]
-unsafe fn run_avx512_bw<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
-    drive::<Simd<V<false, true>, E>, A>(job);
-}
-
-/// The buffer itself when `E` is `i8`, for [`Job::retype`].
-fn as_i8<E: Element>(x: &mut [E]) -> Option<&mut [i8]> {
-    match E::as_fixed(x) {
-        Some(FixedSlice::I8(x)) => Some(x),
-        _ => None,
-    }
-}
-
-/// The buffer itself when `E` is `i16`, for [`Job::retype`].
-fn as_i16<E: Element>(x: &mut [E]) -> Option<&mut [i16]> {
-    match E::as_fixed(x) {
-        Some(FixedSlice::I16(x)) => Some(x),
-        _ => None,
-    }
 }
 
 /// [`run_avx512`] for `bf16` buffers with AVX-512 BF16's rounding instruction.
@@ -492,7 +434,7 @@ fn lanes(n: usize) -> __mmask16 {
 
 // SAFETY: every method is an AVX-512F intrinsic (available: see `V`) on the pointers the
 // trait's contract makes valid.
-unsafe impl<const BF16: bool, const BW: bool> Vector for V<BF16, BW> {
+unsafe impl<const BF16: bool> Vector for V<BF16> {
     const LANES: usize = 16;
 
     #[inline(always)]
@@ -640,7 +582,7 @@ unsafe impl<const BF16: bool, const BW: bool> Vector for V<BF16, BW> {
 // AVX-512 BF16, `vcvtne2ps2bf16` and one `vpermw`).
 // SAFETY: AVX-512F, and for `V<true>` AVX-512 BF16 and BW (available: see `V`); `2·LANES`
 // bf16 (64 bytes) readable or writable at `p` (the trait's contract).
-unsafe impl<const BF16: bool, const BW: bool> Bf16Pairs for V<BF16, BW> {
+unsafe impl<const BF16: bool> Bf16Pairs for V<BF16> {
     #[inline(always)]
     unsafe fn load_bf16_pairs(p: *const u16) -> (Self, Self) {
         // SAFETY: as stated on the impl: `2·LANES` bf16 (64 bytes) readable at `p`.
@@ -682,10 +624,10 @@ unsafe impl<const BF16: bool, const BW: bool> Bf16Pairs for V<BF16, BW> {
     }
 }
 
-// SAFETY: every arm is AVX-512F, and AVX-512BW for `V<_, true>` (available: see `V`). A buffer of `E` has the layout of the
+// SAFETY: every arm is AVX-512F (available: see `V`). A buffer of `E` has the layout of the
 // integer type each arm reads (`f16`, `bf16`: `repr(transparent)` over `u16`), and the
 // trait's contract makes `LANES` values readable or writable at `p`.
-unsafe impl<E: Element, const BF16: bool, const BW: bool> Stored<E> for V<BF16, BW> {
+unsafe impl<E: Element, const BF16: bool> Stored<E> for V<BF16> {
     // Out of line in unoptimised builds: every inlined copy of every arm would take its
     // own stack slots there (no slot reuse), megabytes for the whole driver loop.
     #[cfg_attr(debug_assertions, inline)]
@@ -736,42 +678,6 @@ unsafe impl<E: Element, const BF16: bool, const BW: bool> Stored<E> for V<BF16, 
                 Format::I8 => {
                     let w = rounded_below(v, 127.0);
                     _mm_storeu_si128(p.cast(), _mm512_cvtsepi32_epi8(w));
-                }
-            }
-        }
-    }
-
-    // With AVX-512BW (`V<_, true>`), four `i8` vectors (two `i16`) of a head are narrowed by
-    // one chain of saturating packs and stored at once: per 64 values two `vpackssdw`, one
-    // `vpacksswb` and one `vpermd` (packs work within 128-bit lanes: it puts each vector's
-    // four lanes back together) instead of four two-µop `vpmovsdb`. Two-step saturation
-    // (32 → 16 → 8 bits) clamps as the one-step narrow does, NaN's `0x8000_0000` included.
-    // `vit_s` in `i8`: 0.86× the time.
-    #[inline(always)]
-    unsafe fn store_rotated_n<const N: usize>(v: [Self; N], p: *mut E) {
-        // SAFETY: AVX-512BW where `BW` (see `V`); `N·LANES` values writable at `p` (the
-        // trait's contract).
-        unsafe {
-            if BW && E::FORMAT == Format::I8 && N.is_multiple_of(4) {
-                let order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-                for g in 0..N / 4 {
-                    let (a, b, c, d) = (v[4 * g].0, v[4 * g + 1].0, v[4 * g + 2].0, v[4 * g + 3].0);
-                    let ab = _mm512_packs_epi32(_mm512_cvtps_epi32(a), _mm512_cvtps_epi32(b));
-                    let cd = _mm512_packs_epi32(_mm512_cvtps_epi32(c), _mm512_cvtps_epi32(d));
-                    let bytes = _mm512_permutexvar_epi32(order, _mm512_packs_epi16(ab, cd));
-                    _mm512_storeu_si512(p.add(4 * g * 16).cast(), bytes);
-                }
-            } else if BW && E::FORMAT == Format::I16 && N.is_multiple_of(2) {
-                let order = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
-                for g in 0..N / 2 {
-                    let (a, b) = (v[2 * g].0, v[2 * g + 1].0);
-                    let ab = _mm512_packs_epi32(_mm512_cvtps_epi32(a), _mm512_cvtps_epi32(b));
-                    let words = _mm512_permutexvar_epi64(order, ab);
-                    _mm512_storeu_si512(p.add(2 * g * 16).cast(), words);
-                }
-            } else {
-                for (j, v) in v.into_iter().enumerate() {
-                    <Self as Stored<E>>::store_rotated(v, p.add(j * 16));
                 }
             }
         }

@@ -753,9 +753,9 @@ impl Backend {
 /// `avx512 (available): 512-bit FMA up to 1 MiB; the avx2 loop (32 registers with AVX-512VL)
 /// beyond, not for interleaved pairs on AMD Zen 4+ and Intel model 207, and at any size for
 /// heads or sections only 256-bit registers fit (d = 80 half); angles loaded once per token,
-/// heads in address order; f16, i16, i8 by AVX-512F+BW, bf16 by AVX-512 BF16, 16 values a
-/// step in the rotation loop (interleaved bf16 split by shift and mask); Q15 by 512-bit
-/// vpmaddwd (AVX-512BW); cpu AuthenticAMD family 25 model 17 stepping 1`
+/// heads in address order; f16, i16, i8 by AVX-512F, bf16 by AVX-512 BF16, 16 values a step
+/// in the rotation loop (interleaved bf16 split by shift and mask); Q15 by 512-bit vpmaddwd
+/// (AVX-512BW); cpu AuthenticAMD family 25 model 17 stepping 1`
 ///
 /// ```
 /// let line = rope2d::Backend::auto().describe();

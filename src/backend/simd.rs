@@ -203,16 +203,6 @@ pub(super) unsafe trait Stored<E: Element>: Bf16Pairs {
         // SAFETY: as for `store_values` (caller).
         unsafe { self.store_values(p) }
     }
-    /// [`store_rotated`](Self::store_rotated) of `N` vectors at `p`, `p + LANES`, …: one
-    /// vector at a time, unless the arch file narrows several integer vectors at once (one
-    /// pack chain and one store for four `i8` vectors instead of four narrowing stores).
-    #[inline(always)]
-    unsafe fn store_rotated_n<const N: usize>(v: [Self; N], p: *mut E) {
-        for (j, v) in v.into_iter().enumerate() {
-            // SAFETY: `N·LANES` values writable at `p` (caller); vector `j` covers `j·LANES ..`.
-            unsafe { v.store_rotated(p.add(j * Self::LANES)) }
-        }
-    }
     /// The first `n < LANES` values from `p`, the other lanes zero; nothing else is read.
     #[inline(always)]
     unsafe fn load_values_partial(p: *const E, n: usize) -> Self {
@@ -1117,7 +1107,9 @@ unsafe fn interleaved_wide_step<V: Stored<E>, E: Element>(p: *mut E, a: *const f
         let products = STEP.map(|j| swapped[j].mul(sines[j]));
         // `interleaved`'s arithmetic: `x·a + swap(x)·b`, the product with `a` fused.
         let out = STEP.map(|j| x[j].fmadd(cosines[j], products[j]));
-        V::store_rotated_n(out, p);
+        for (j, v) in out.into_iter().enumerate() {
+            v.store_rotated(p.add(j * lanes));
+        }
     }
 }
 
@@ -1176,8 +1168,10 @@ unsafe fn half_wide_step<V: Stored<E>, E: Element>(
         // `half`'s arithmetic: `(x·c − y·s, y·c + x·s)`, the products with `c` fused.
         let x_out = STEP.map(|j| x[j].fmsub(cosines[j], ys[j]));
         let y_out = STEP.map(|j| y[j].fmadd(cosines[j], xs[j]));
-        V::store_rotated_n(x_out, lo);
-        V::store_rotated_n(y_out, hi);
+        for j in STEP {
+            x_out[j].store_rotated(lo.add(j * lanes));
+            y_out[j].store_rotated(hi.add(j * lanes));
+        }
     }
 }
 
@@ -1418,15 +1412,13 @@ unsafe fn interleaved_head_from_registers<V: Stored<E>, E: Element, const N: usi
     a: &[V; N],
     b: &[V; N],
 ) {
-    // (Filled in a loop, not by `array::from_fn`: a closure does not inherit the caller's
-    // target features, and would call the intrinsics out of line.)
-    let mut out = *a;
-    for (j, out) in out.iter_mut().enumerate() {
+    for j in 0..N {
         // SAFETY: vector `j` of the head (caller).
-        *out = unsafe { interleaved(V::load_values(p.add(j * V::LANES)), a[j], b[j]) };
+        unsafe {
+            let q = p.add(j * V::LANES);
+            interleaved(V::load_values(q), a[j], b[j]).store_rotated(q);
+        }
     }
-    // SAFETY: the head's `N·LANES` values writable at `p` (caller).
-    unsafe { V::store_rotated_n(out, p) }
 }
 
 /// One half-layout head of `N` vectors of pairs at `p` (second elements `N` vectors on),
@@ -1441,26 +1433,14 @@ unsafe fn half_head_from_registers<V: Stored<E>, E: Element, const N: usize>(
     a: &[V; N],
     b: &[V; N],
 ) {
-    // SAFETY: the head's first elements are its first `N` vectors, the second the next `N`
-    // (caller).
-    let (lo, hi) = (p, unsafe { p.add(N * V::LANES) });
-    let (mut x_out, mut y_out) = (*a, *b);
     for j in 0..N {
-        // SAFETY: vector `j` of each half (caller).
+        // SAFETY: vectors `j` and `N + j` of the head (caller).
         unsafe {
-            let (xv, yv) = half(
-                V::load_values(lo.add(j * V::LANES)),
-                V::load_values(hi.add(j * V::LANES)),
-                a[j],
-                b[j],
-            );
-            (x_out[j], y_out[j]) = (xv, yv);
+            let (lo, hi) = (p.add(j * V::LANES), p.add((N + j) * V::LANES));
+            let (xv, yv) = half(V::load_values(lo), V::load_values(hi), a[j], b[j]);
+            xv.store_rotated(lo);
+            yv.store_rotated(hi);
         }
-    }
-    // SAFETY: `N·LANES` values writable at each half (caller).
-    unsafe {
-        V::store_rotated_n(x_out, lo);
-        V::store_rotated_n(y_out, hi);
     }
 }
 
