@@ -22,7 +22,11 @@ pub(crate) const AVX512BF16: u8 = 1 << 3;
 /// ([`wide_interleaved`]: AMD Zen 4 and later, and the Intel Xeon of family 6, model 207;
 /// with [`AVX512F`]). Measured on a Zen 4 (family 25, model 17), buffers of 3–32 MiB:
 /// 1.13–1.52× faster (`large` 1.46 → 0.96 ms), while in the half layout the 256-bit loop
-/// stays faster (`prefill_1d_half` 301 against 339 µs). On the Intel Xeon of model 207
+/// stayed faster (`prefill_1d_half` 301 against 339 µs; measured again on 2026-11-28 with
+/// the later kernels, alternating pairs of builds: the 512-bit loop 0.86, 0.98 and 0.98×
+/// the time on `prefill_1d_half` in three rounds, 0.97–0.99× on `rope1d_4096`, the median
+/// under the 5 % a change of form needs; the 256-bit form for interleaved pairs 1.23–1.40× on `large`, `prefill_1d` and
+/// `video_wan`). On the Intel Xeon of model 207
 /// (Emerald Rapids), `avx512` ÷ the 512-bit stream, medians of three alternating rounds of
 /// both builds: `large` 1.17 → 1.09, `prefill_1d` 1.22 → 1.10, `video_wan` 1.12 → 1.01,
 /// `medium` 1.02 → 1.01. On the Intel Xeon guest that reported model 167 (with AVX-512 FP16
