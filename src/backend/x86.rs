@@ -25,8 +25,8 @@ pub(crate) const AVX512BF16: u8 = 1 << 3;
 /// stayed faster (`prefill_1d_half` 301 against 339 µs; measured again on 2026-11-28 with
 /// the later kernels, alternating pairs of builds: the 512-bit loop 0.86, 0.98 and 0.98×
 /// the time on `prefill_1d_half` in three rounds, 0.97–0.99× on `rope1d_4096`, the median
-/// under the 5 % a change of form needs; the 256-bit form for interleaved pairs 1.23–1.40× on `large`, `prefill_1d` and
-/// `video_wan`). On the Intel Xeon of model 207
+/// under the 5 % a change of form needs; the 256-bit form for interleaved pairs 1.23–1.40×
+/// on `large`, `prefill_1d` and `video_wan`). On the Intel Xeon of model 207
 /// (Emerald Rapids), `avx512` ÷ the 512-bit stream, medians of three alternating rounds of
 /// both builds: `large` 1.17 → 1.09, `prefill_1d` 1.22 → 1.10, `video_wan` 1.12 → 1.01,
 /// `medium` 1.02 → 1.01. On the Intel Xeon guest that reported model 167 (with AVX-512 FP16
