@@ -972,6 +972,134 @@ fn sections_on_256_bit_vectors_only() {
     }
 }
 
+/// A SIMD kernel's row holds 1 024 floats of each array: 512 interleaved pairs, 1 024 in the
+/// half layout. Both sides of each limit, both layouts: one head of 511 … 1 025 pairs (1-D),
+/// grid lines and rows of the 2-D one-pass loop at and past it, 3-D lines (video sections)
+/// past the interleaved limit, and Qwen2-VL M-RoPE's image lines of 24 tokens × 24 pairs
+/// (576; `mrope_text`'s). Every backend against scalar; `avx512` bit for bit `avx2`. Under
+/// Miri, one half-layout head and one short half-layout grid past the interleaved limit.
+#[test]
+fn rows_at_and_past_their_capacity() {
+    let mut rng = Rng(17);
+    let check_both = |p: Pairing, x: &[f32], what: &str, op: &dyn Fn(Backend, &mut [f32])| {
+        compare(p, x, what, op);
+        assert_avx512_is_avx2(x, what, op);
+    };
+    // Under Miri the half layout only: its rows now hold what interleaved ones cannot.
+    for layout in miri_or(LAYOUTS.to_vec(), vec![Layout::Half]) {
+        let dims = miri_or(vec![1022, 1024, 1026, 2040, 2048, 2050], vec![1026]);
+        for d in dims {
+            let spec = preset::rope_1d(d, layout, 10_000.0);
+            let tokens = miri_or(3, 1);
+            let mut store = storage(&spec, [tokens]);
+            let table = Table::build(&mut store, &spec, [tokens]).unwrap();
+            let p = Pairing {
+                layout,
+                d,
+                pairs: spec.pairs(),
+            };
+            let x = rng.values(tokens * d);
+            for &dir in dirs(layout) {
+                let what = format!("1-D d={d} {layout:?} {dir:?}");
+                check_both(p, &x, &what, &|b, buf| {
+                    table
+                        .with_backend(b)
+                        .unwrap()
+                        .rotate(buf, Shape::heads(1), Run::from([0]), dir)
+                        .unwrap()
+                });
+            }
+        }
+        // d = 64: 16-pair sections, whole 512-bit vectors in both layouts. Lines of 32, 33,
+        // 64 and 65 tokens (512, 528, 1 024 and 1 040 pairs), as many lines (the rows).
+        let sides = miri_or(vec![32, 33, 64, 65], vec![33]);
+        for side in sides {
+            let extents = miri_or([side, side], [2, side]);
+            let spec = preset::axial(64, layout, AxisOrder::RowFirst, 100.0);
+            let mut store = storage(&spec, extents);
+            let table = Table::build(&mut store, &spec, extents).unwrap();
+            let p = Pairing {
+                layout,
+                d: 64,
+                pairs: spec.pairs(),
+            };
+            let x = rng.values(extents[0] * extents[1] * 64);
+            for &dir in dirs(layout) {
+                let what = format!("grid {extents:?} {layout:?} {dir:?}");
+                check_both(p, &x, &what, &|b, buf| {
+                    table
+                        .with_backend(b)
+                        .unwrap()
+                        .rotate(buf, Shape::heads(1), Grid::new(extents), dir)
+                        .unwrap()
+                });
+            }
+        }
+    }
+    if cfg!(miri) {
+        return;
+    }
+    // 3-D lines of 40 tokens × 16 pairs (640): the line loop in the half layout only.
+    for layout in LAYOUTS {
+        let spec = Spec::new(
+            128,
+            layout,
+            Sections {
+                sections: [
+                    Section::new(0, 32),
+                    Section::new(1, 16),
+                    Section::new(2, 16),
+                ],
+                index: FreqIndex::PerSection,
+            },
+            Freqs::Base {
+                base: 10_000.0,
+                freq_scale: 1.0,
+            },
+        );
+        let extents = [2, 3, 40];
+        let mut store = storage(&spec, extents);
+        let table = Table::build(&mut store, &spec, extents).unwrap();
+        let p = Pairing {
+            layout,
+            d: 128,
+            pairs: spec.pairs(),
+        };
+        let x = rng.values(extents.iter().product::<usize>() * 2 * 128);
+        for &dir in dirs(layout) {
+            let what = format!("video {extents:?} {layout:?} {dir:?}");
+            check_both(p, &x, &what, &|b, buf| {
+                table
+                    .with_backend(b)
+                    .unwrap()
+                    .rotate(buf, Shape::heads(2), Grid::new(extents), dir)
+                    .unwrap()
+            });
+        }
+    }
+    let mrope = preset::qwen2_vl_mrope(128, 1e6, [16, 24, 24]);
+    let order = preset::mrope_positions(7, [1, 48, 48], 2, 5);
+    let extents = [64; 3];
+    let mut store = storage(&mrope, extents);
+    let table = Table::build(&mut store, &mrope, extents).unwrap();
+    let p = Pairing {
+        layout: Layout::Half,
+        d: 128,
+        pairs: mrope.pairs(),
+    };
+    let x = rng.values((7 + 24 * 24 + 5) * 2 * 128);
+    for &dir in dirs(Layout::Half) {
+        let what = format!("M-RoPE, 24-token image lines {dir:?}");
+        check_both(p, &x, &what, &|b, buf| {
+            table
+                .with_backend(b)
+                .unwrap()
+                .rotate(buf, Shape::heads(2), &order[..], dir)
+                .unwrap()
+        });
+    }
+}
+
 /// `avx512` against `avx2`: the same bits (NaN at the same places), through section tables,
 /// 1-D, gathered plans and RoPE-Mixed, both layouts and directions, every head dim from 4 to
 /// 256 and special values. Skipped when this build or CPU lacks either backend.

@@ -252,6 +252,32 @@ fn every_plan<E: Ty>(scales: (f32, f32)) {
                 staged_is_exact(&input, ratio, "1-D tails, unaligned", op_e, op_f);
             }
 
+            // Past an interleaved row's 512 pairs: heads of d = 1 040 (two tokens) and 2-D
+            // lines of 40 tokens × 16 pairs (640). Interleaved `bf16` pairs are rotated split,
+            // in half-layout rows, which could hold 1 024 pairs; they take the paths of their
+            // `f32` values, which the interleaved rows cannot hold, or the bits would differ.
+            if !cfg!(miri) {
+                let spec = preset::rope_1d(1040, layout, 10_000.0);
+                let direct = Direct::new(&spec).unwrap();
+                let input = values::<E>(&mut rng, 2 * 1040);
+                let (op_e, op_f) = both!(|b, x| direct
+                    .with_backend(b)
+                    .unwrap()
+                    .rotate(x, scaled(x, 1, scales), Run::from([5]), dir)
+                    .unwrap());
+                staged_is_exact(&input, ratio, "1-D, d = 1 040", op_e, op_f);
+                let spec = preset::axial(64, layout, preset::AxisOrder::RowFirst, 100.0);
+                let mut storage = vec![[0.0f32; 2]; Table::storage_len(&spec, [2, 40]).unwrap()];
+                let table = Table::build(&mut storage, &spec, [2, 40]).unwrap();
+                let input = values::<E>(&mut rng, 80 * 2 * 64);
+                let (op_e, op_f) = both!(|b, x| table
+                    .with_backend(b)
+                    .unwrap()
+                    .rotate(x, scaled(x, 2, scales), Grid::new([2, 40]), dir)
+                    .unwrap());
+                staged_is_exact(&input, ratio, "2-D, 40-token lines", op_e, op_f);
+            }
+
             // Tokens larger than the staging buffer: 40 heads of 128 (split between heads).
             let spec = preset::rope_1d(128, layout, 10_000.0);
             let direct = Direct::new(&spec).unwrap();

@@ -101,7 +101,7 @@ impl<'r, K: Kernel> Sink<'r, K> {
     fn new(row: &'r mut K::Row, head_dim: usize, pairing: Pairing, dir: Direction) -> Self {
         Self {
             row,
-            rows: K::ROWS && pairing.pairs <= K::ROW_PAIRS,
+            rows: K::ROWS && pairing.pairs <= K::row_pairs(pairing),
             head_dim,
             pairing,
             dir,
@@ -425,7 +425,7 @@ impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
             && sink.rows
             && width != 0
             && K::splits(sink.pairing, run.first, run.len)
-            && line_tokens.saturating_mul(run.len) <= K::ROW_PAIRS
+            && line_tokens.saturating_mul(run.len) <= K::row_pairs(sink.pairing)
         {
             let mut slot = MaybeUninit::uninit();
             let cols = varying_table.get(run.column..).unwrap_or(&[]);
@@ -449,7 +449,7 @@ impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
             // of a small grid's cost otherwise).
             if let [shared_run] = shared {
                 let lines = x.len() / line_len;
-                if lines.saturating_mul(shared_run.len) <= K::ROW_PAIRS {
+                if lines.saturating_mul(shared_run.len) <= K::row_pairs(sink.pairing) {
                     let mut rows_slot = MaybeUninit::uninit();
                     let pairing = Pairing {
                         pairs: lines * shared_run.len,

@@ -43,11 +43,14 @@ pub(crate) trait Kernel {
     type Entry: Copy;
     /// Whether the kernel takes a token's angles as one [`Kernel::Row`]
     /// ([`prepare`](Kernel::prepare), then [`rotate_row`](Kernel::rotate_row)) when the
-    /// rotary dimension is within [`Kernel::ROW_PAIRS`]; otherwise the loops call
+    /// rotary dimension is within [`Kernel::row_pairs`]; otherwise the loops call
     /// [`rotate_pairs`](Kernel::rotate_pairs) section by section.
     const ROWS: bool = false;
-    /// Pairs a row holds.
-    const ROW_PAIRS: usize = 0;
+    /// Pairs of `pairing` a row holds (its layout decides how many floats a pair takes).
+    #[inline(always)]
+    fn row_pairs(_pairing: Pairing) -> usize {
+        0
+    }
     /// A token's angles in the kernel's own form.
     type Row: RowBuffer;
     /// Whether the token loops call [`rotate_pairs`](Kernel::rotate_pairs) inline on

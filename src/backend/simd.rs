@@ -32,13 +32,23 @@ use crate::element::{Element, sealed::Format};
 // function per element type and angle source gigabytes of compiler IR (the fuzz targets'
 // debug builds ran out of memory).
 
-/// Pairs a [`Row`] holds: rotary dimensions up to 1 024 (longer heads take the kernel's
-/// [`Kernel::rotate_pairs`] run by run), and a grid's angles prepared once for every line
-/// (a line's tokens × the line axis' pairs; for 2-D, also the lines × the other axis'
-/// pairs): 32×32 at d = 64 rotates in one pass, 1.84 → 1.33 × stream on a Zen 4 (`medium`;
-/// 256 pairs took it token by token). A row is 8 320 bytes; a call keeps up to three on the
-/// stack.
+/// Interleaved pairs a [`Row`] holds (two floats each; [`row_pairs`] for either layout):
+/// rotary dimensions up to 1 024 (longer heads take the kernel's [`Kernel::rotate_pairs`]
+/// run by run), and a grid's angles prepared once for every line (a line's tokens × the line
+/// axis' pairs; for 2-D, also the lines × the other axis' pairs): 32×32 at d = 64 rotates in
+/// one pass, 1.84 → 1.33 × stream on a Zen 4 (`medium`; 256 pairs took it token by token). A
+/// row is 8 320 bytes; a call keeps up to three on the stack (each 4 KiB of frame is a page
+/// probe per call: 1 024 pairs took `tiny` to 1.14× the time).
 pub(super) const ROW_PAIRS: usize = 512;
+
+/// Pairs a [`Row`] holds in `layout`'s form: [`ROW_PAIRS`] interleaved, twice as many in the
+/// half layout, whose pairs take one float of each row array — rotary dimensions up to 2 048,
+/// and lines of up to 1 024 pairs (Qwen2-VL M-RoPE's 24-token image lines of 24 pairs take
+/// the line loop).
+#[inline(always)]
+const fn row_pairs(layout: Layout) -> usize {
+    2 * ROW_PAIRS / floats_per_pair(layout)
+}
 
 /// A token's angles expanded for the vector loop: interleaved, `a[2k] = a[2k+1] = cos_k`,
 /// `b[2k] = ∓sin_k`, `b[2k+1] = ±sin_k`; half layout, `a[k] = cos_k`, `b[k] = ±sin_k` (the
@@ -657,7 +667,7 @@ fn sine_sign(dir: Direction) -> f32 {
 ///
 /// # Safety
 ///
-/// `V`'s instruction set is available; `first + entries.len() ≤ ROW_PAIRS`.
+/// `V`'s instruction set is available; `first + entries.len() ≤ row_pairs(layout)`.
 // Not forced inline where debug assertions are on (unoptimised builds, where it stays one
 // copy per vector type instead of one at each of the token loops' call sites — half of every
 // inlined driver in the fuzz, Miri and debug test builds; LLVM still inlines it in cargo
@@ -701,7 +711,7 @@ unsafe fn prepare<V: Vector>(
         );
         const { assert!(PADDING.is_multiple_of(V::LANES)) };
         // SAFETY: the instruction set is available (caller); `end + PADDING ≤ ROW_FLOATS`
-        // (`first + entries.len() ≤ ROW_PAIRS`), and `PADDING` is whole vectors.
+        // (`first + entries.len() ≤ row_pairs(layout)`), and `PADDING` is whole vectors.
         unsafe {
             let zero = V::splat(0.0);
             for i in (0..PADDING).step_by(V::LANES) {
@@ -782,7 +792,7 @@ unsafe fn prepare_in<V: Vector>(
             let mut k = 0;
             while k + lanes <= n {
                 // SAFETY: `2(k + lanes) ≤ 2n` floats of `entries`; `first + k + lanes ≤
-                // ROW_PAIRS` floats of each row array.
+                // 2·ROW_PAIRS` floats of each row array.
                 unsafe {
                     let (c, s) =
                         V::deinterleave(V::load(e.add(2 * k)), V::load(e.add(2 * k + lanes)));
@@ -1741,8 +1751,16 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
     type Value = E;
     type Entry = [f32; 2];
     const ROWS: bool = true;
-    const ROW_PAIRS: usize = ROW_PAIRS;
     type Row = Row;
+
+    // By the pairing's layout, not the row's form: interleaved `bf16`, rotated split in
+    // half-layout rows, takes the paths its `f32` values take, whose results it rounds bit
+    // for bit (a head of 520 pairs, rotated from a row in `bf16` and section by section from
+    // the tables in `f32`, came out an ulp apart: `tests/elements.rs`).
+    #[inline(always)]
+    fn row_pairs(pairing: Pairing) -> usize {
+        row_pairs(pairing.layout)
+    }
 
     #[inline(always)]
     fn prepare(
@@ -1752,11 +1770,14 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         first_pair: usize,
         entries: &[[f32; 2]],
     ) {
-        let room = pairing.pairs.min(ROW_PAIRS).saturating_sub(first_pair);
-        let entries = entries.get(..entries.len().min(room)).unwrap_or(&[]);
         let layout = Form::of::<E>(pairing.layout).row();
+        let room = pairing
+            .pairs
+            .min(row_pairs(layout))
+            .saturating_sub(first_pair);
+        let entries = entries.get(..entries.len().min(room)).unwrap_or(&[]);
         // SAFETY: `Simd<V>` only runs inside its arch file's `run`, which checked the
-        // instruction set; `first_pair + entries.len() ≤ ROW_PAIRS`.
+        // instruction set; `first_pair + entries.len() ≤ row_pairs(layout)`.
         unsafe { prepare::<V>(row, layout, dir, first_pair, entries) }
     }
 
@@ -1773,7 +1794,7 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
             return;
         }
         let form = Form::of::<E>(pairing.layout);
-        let pairs = pairing.pairs.min(head_dim / 2).min(ROW_PAIRS);
+        let pairs = pairing.pairs.min(head_dim / 2).min(row_pairs(form.row()));
         let entries = direct.and_then(|d| register_entries::<V, S>(form, head_dim, pairs, d));
         // The engine stages the row for every pair it rotates from it; a row staged for fewer
         // is a bug there (the pairs beyond are left as they are), not undefined behaviour
@@ -1793,8 +1814,8 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
             split: (a, b),
             entries,
         };
-        // SAFETY: as in `prepare`; `pairs ≤ ROW_PAIRS`, `2·pairs ≤ head_dim`; without
-        // `entries`, the row's floats of `pairs` pairs and the padding after them are
+        // SAFETY: as in `prepare`; `pairs ≤ row_pairs(form.row())`, `2·pairs ≤ head_dim`;
+        // without `entries`, the row's floats of `pairs` pairs and the padding after them are
         // initialised (`row.pairs`); with them, the heads are the register form's whole
         // vectors, read from `entries` as `register_entries` promises, not from the row.
         unsafe { rotate::<V, E>(x, head_dim, form, pairs, angles) }
@@ -1848,10 +1869,10 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         (first, len): (usize, usize),
         table: &Row,
     ) -> bool {
-        let pairs = pairing.pairs.min(head_dim / 2).min(ROW_PAIRS);
-        let end = first + len;
         let form = Form::of::<E>(pairing.layout);
         let layout = form.row();
+        let pairs = pairing.pairs.min(head_dim / 2).min(row_pairs(layout));
+        let end = first + len;
         if head_dim == 0
             || token_len == 0
             || end > pairs
@@ -1906,14 +1927,14 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         (rows, (row_first, row_len)): (&Row, (usize, usize)),
         (table, (first, len)): (&Row, (usize, usize)),
     ) -> bool {
-        let pairs = pairing.pairs.min(head_dim / 2).min(ROW_PAIRS);
+        let form = Form::of::<E>(pairing.layout);
+        let layout = form.row();
+        let pairs = pairing.pairs.min(head_dim / 2).min(row_pairs(layout));
         let (end, row_end) = (first + len, row_first + row_len);
         // The two sections together are every pair, so that each vector of a head reads one
         // of the two tables.
         let covers = (row_first == 0 && row_end == first && end == pairs)
             || (first == 0 && end == row_first && row_end == pairs);
-        let form = Form::of::<E>(pairing.layout);
-        let layout = form.row();
         let fits = line_fits(line_len, token_len, len, table.pairs(layout));
         // At most `lines` lines are rotated: the rows table holds no more.
         let whole = lines.checked_mul(line_len).map(|n| n.min(x.len()));
@@ -1989,7 +2010,7 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         dir: Direction,
     ) {
         let pairs = pairing.pairs.min(head_dim / 2);
-        if pairs == 0 || pairs > ROW_PAIRS {
+        if pairs == 0 || pairs > row_pairs(Form::of::<E>(pairing.layout).row()) {
             return <Scalar<E> as Kernel>::rotate_pairs_summed(x, head_dim, pairing, a, b, dir);
         }
         let unit = match pairing.layout {
