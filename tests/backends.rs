@@ -999,6 +999,7 @@ fn rows_at_and_past_their_capacity() {
                 pairs: spec.pairs(),
             };
             let x = rng.values(tokens * d);
+            let direct = Direct::new(&spec).unwrap();
             for &dir in dirs(layout) {
                 let what = format!("1-D d={d} {layout:?} {dir:?}");
                 check_both(p, &x, &what, &|b, buf| {
@@ -1008,6 +1009,16 @@ fn rows_at_and_past_their_capacity() {
                         .rotate(buf, Shape::heads(1), Run::from([0]), dir)
                         .unwrap()
                 });
+                // Tableless: the angles computed in chunks, staged into the row.
+                if !cfg!(miri) {
+                    check_both(p, &x, &format!("{what}, tableless"), &|b, buf| {
+                        direct
+                            .with_backend(b)
+                            .unwrap()
+                            .rotate(buf, Shape::heads(1), Run::from([7]), dir)
+                            .unwrap()
+                    });
+                }
             }
         }
         // d = 64: 16-pair sections, whole 512-bit vectors in both layouts. Lines of 32, 33,

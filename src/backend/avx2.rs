@@ -169,8 +169,9 @@ pub(crate) use q15::run_q15;
 
 /// Q15 tables on `i16` and `i8` buffers: the scalar kernel with its pair loop in 256-bit
 /// integer vectors ([`lane_blocks`](super::simd::lane_blocks) over [`Lanes`](q15::Lanes): 8
-/// interleaved or 16 half-layout pairs a block), bit for bit the scalar results. RoPE-Mixed's
-/// summed entries and the pairs after the last whole block take the scalar code.
+/// interleaved or 16 half-layout pairs a block; interleaved `i8` 16 a step, then an 8-pair
+/// block), bit for bit the scalar results. RoPE-Mixed's summed entries and the pairs after
+/// the last whole block take the scalar code.
 mod q15 {
     use super::super::scalar::Fixed;
     use super::super::simd::{Q15Lanes, lane_blocks};
@@ -180,7 +181,8 @@ mod q15 {
         _mm256_cvtepi8_epi16, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_packs_epi16,
         _mm256_packs_epi32, _mm256_permute2x128_si256, _mm256_permute4x64_epi64, _mm256_set1_epi32,
         _mm256_setr_epi8, _mm256_shuffle_epi8, _mm256_sign_epi16, _mm256_srai_epi32,
-        _mm256_storeu_si256, _mm256_unpackhi_epi16, _mm256_unpacklo_epi16,
+        _mm256_setzero_si256, _mm256_storeu_si256, _mm256_unpackhi_epi8, _mm256_unpackhi_epi16,
+        _mm256_unpacklo_epi8, _mm256_unpacklo_epi16,
     };
 
     super::super::simd::q15_loop!(
@@ -311,6 +313,40 @@ mod q15 {
                     Self(_mm256_unpackhi_epi16(a.0, b.0)),
                 )
             }
+        }
+
+        #[inline(always)]
+        unsafe fn load_bytes<V: Fixed>(x: &[V]) -> (Self, Self) {
+            let x = &x[..32];
+            // SAFETY: AVX2 (caller); `V` is `i8` (caller), 32 of them, 32 bytes, readable at
+            // `x`.
+            unsafe {
+                let v = _mm256_loadu_si256(x.as_ptr().cast());
+                let zero = _mm256_setzero_si256();
+                (
+                    Self(_mm256_unpacklo_epi8(zero, v)),
+                    Self(_mm256_unpackhi_epi8(zero, v)),
+                )
+            }
+        }
+
+        #[inline(always)]
+        unsafe fn madd_round_bytes(x: Self, w: Self) -> Self {
+            // SAFETY: AVX2 (caller).
+            unsafe {
+                let sum = _mm256_madd_epi16(x.0, w.0);
+                Self(_mm256_srai_epi32::<23>(_mm256_add_epi32(
+                    sum,
+                    _mm256_set1_epi32(1 << 22),
+                )))
+            }
+        }
+
+        #[inline(always)]
+        unsafe fn store_bytes<V: Fixed>(x: &mut [V], lo: Self, hi: Self) {
+            let x = &mut x[..32];
+            // SAFETY: as in `load_bytes`, 32 bytes writable at `x`.
+            unsafe { _mm256_storeu_si256(x.as_mut_ptr().cast(), _mm256_packs_epi16(lo.0, hi.0)) }
         }
     }
 }

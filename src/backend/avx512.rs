@@ -164,6 +164,8 @@ pub(crate) use q15::run_q15;
 /// 32 half-layout pairs a block — half the instructions per value, bit for bit the scalar
 /// results. Sections that 512-bit blocks do not tile end in the `avx2` blocks (d = 96
 /// interleaved: 24 pairs per axis, one 16-pair and one 8-pair block), then scalar code.
+/// Interleaved `i8` pairs go 32 a step (64 bytes widened within lanes), and leave the rest
+/// to the `avx2` blocks' 16-pair steps rather than take a 16-pair block here.
 /// Without AVX-512BW and VL (Xeon Phi), the `avx2` loop.
 #[cfg(feature = "avx2")]
 mod q15 {
@@ -177,7 +179,8 @@ mod q15 {
         _mm512_broadcast_i32x4, _mm512_cvtepi8_epi16, _mm512_cvtsepi16_epi8, _mm512_loadu_si512,
         _mm512_madd_epi16, _mm512_mask_sub_epi16, _mm512_packs_epi32, _mm512_rol_epi32,
         _mm512_set1_epi32, _mm512_setzero_si512, _mm512_shuffle_epi8, _mm512_shuffle_i32x4,
-        _mm512_srai_epi32, _mm512_storeu_si512, _mm512_unpackhi_epi16, _mm512_unpacklo_epi16,
+        _mm512_packs_epi16, _mm512_srai_epi32, _mm512_storeu_si512, _mm512_unpackhi_epi8,
+        _mm512_unpackhi_epi16, _mm512_unpacklo_epi8, _mm512_unpacklo_epi16,
     };
 
     super::super::simd::q15_loop!(
@@ -221,6 +224,7 @@ mod q15 {
     // they are available (the trait's contract).
     unsafe impl Q15Lanes for Lanes {
         const LANES: usize = 32;
+        const NARROWER_FOLLOWS: bool = true;
 
         #[inline(always)]
         unsafe fn load<V: Fixed>(x: &[V]) -> Self {
@@ -327,6 +331,40 @@ mod q15 {
                     Self(_mm512_unpackhi_epi16(a.0, b.0)),
                 )
             }
+        }
+
+        #[inline(always)]
+        unsafe fn load_bytes<V: Fixed>(x: &[V]) -> (Self, Self) {
+            let x = &x[..64];
+            // SAFETY: AVX-512F and AVX-512BW (caller); `V` is `i8` (caller), 64 of them, 64
+            // bytes, readable at `x`.
+            unsafe {
+                let v = _mm512_loadu_si512(x.as_ptr().cast());
+                let zero = _mm512_setzero_si512();
+                (
+                    Self(_mm512_unpacklo_epi8(zero, v)),
+                    Self(_mm512_unpackhi_epi8(zero, v)),
+                )
+            }
+        }
+
+        #[inline(always)]
+        unsafe fn madd_round_bytes(x: Self, w: Self) -> Self {
+            // SAFETY: AVX-512F and AVX-512BW (caller).
+            unsafe {
+                let sum = _mm512_madd_epi16(x.0, w.0);
+                Self(_mm512_srai_epi32::<23>(_mm512_add_epi32(
+                    sum,
+                    _mm512_set1_epi32(1 << 22),
+                )))
+            }
+        }
+
+        #[inline(always)]
+        unsafe fn store_bytes<V: Fixed>(x: &mut [V], lo: Self, hi: Self) {
+            let x = &mut x[..64];
+            // SAFETY: as in `load_bytes`, 64 bytes writable at `x`.
+            unsafe { _mm512_storeu_si512(x.as_mut_ptr().cast(), _mm512_packs_epi16(lo.0, hi.0)) }
         }
     }
 }

@@ -476,6 +476,10 @@ mod q15 {
     pub(crate) unsafe trait Q15Lanes: Copy {
         /// 16-bit lanes: a block is `LANES / 2` interleaved pairs or `LANES` half-layout ones.
         const LANES: usize;
+        /// A narrower vector's blocks take what this one's leave (the `avx512` loop's 256-bit
+        /// rest): `i8` interleaved pairs then leave it what their double blocks do not tile,
+        /// rather than take a single block here (widened and narrowed across lanes).
+        const NARROWER_FOLLOWS: bool = false;
         /// `LANES` values of `x` as `i16` lanes (an `i8` sign-extended).
         unsafe fn load<V: Fixed>(x: &[V]) -> Self;
         /// `LANES` `i16` lanes into `x`, saturated to `V`.
@@ -499,6 +503,19 @@ mod q15 {
         unsafe fn zip(v: Self) -> Self;
         /// `vpunpcklwd` and `vpunpckhwd` of `a` and `b`.
         unsafe fn unpack(a: Self, b: Self) -> (Self, Self);
+        /// `2 · LANES` values of `x` (`V` is `i8`) as two vectors of `i16` lanes holding
+        /// `256 · v`: per 128-bit lane, bytes `0 .. 8` (`vpunpcklbw` with zero) and `8 .. 16`
+        /// (`vpunpckhbw`) — no cross-lane widening.
+        unsafe fn load_bytes<V: Fixed>(x: &[V]) -> (Self, Self);
+        /// [`madd_round`](Self::madd_round) of lanes scaled by 256
+        /// ([`load_bytes`](Self::load_bytes)): `+2²²`, `>> 23`, the same bits as
+        /// `madd_round` of the unscaled lanes. The sum stays below 2³¹: `|a|, |b| ≤ 128` and
+        /// `|c| + |s| ≤ √2 · 32 767` (entries of one angle) bound it by 1.52·10⁹.
+        unsafe fn madd_round_bytes(x: Self, w: Self) -> Self;
+        /// `vpacksswb` of `lo` and `hi` into `2 · LANES` values of `x` (`V` is `i8`),
+        /// saturated (per 128-bit lane `lo`'s 8 then `hi`'s 8: the order of
+        /// [`load_bytes`](Self::load_bytes) undone).
+        unsafe fn store_bytes<V: Fixed>(x: &mut [V], lo: Self, hi: Self);
     }
 
     /// Rotates, in every head of `x`, the whole blocks of `L` (`L::LANES / 2` interleaved
@@ -526,11 +543,58 @@ mod q15 {
             Layout::Interleaved => L::LANES / 2,
             Layout::Half => L::LANES,
         };
-        let done = n - n % block;
+        // `i8` interleaved pairs: double blocks first (below).
+        let bytes = pairing.layout == Layout::Interleaved && size_of::<V>() == 1;
+        let wide = if bytes { n - n % L::LANES } else { 0 };
+        let done = if bytes && L::NARROWER_FOLLOWS {
+            wide
+        } else {
+            n - n % block
+        };
         // SAFETY: `L`'s instruction set (caller); every load and store is of a subslice
         // (checked by slicing).
         unsafe {
             match pairing.layout {
+                Layout::Interleaved if bytes => {
+                    // Twice a block's pairs a step: one load and one store of `2 · LANES`
+                    // bytes, widened and narrowed within 128-bit lanes (`vpmovsxbw` and
+                    // `vpmovswb` cross them); each half's entries as the half layout brings
+                    // them together (the lanes `vpunpck[lh]bw` pick: pairs `8j .. 8j + 4`
+                    // and `8j + 4 .. 8j + 8`).
+                    for i in (0..wide).step_by(L::LANES) {
+                        let e0 = L::entries(angles, i);
+                        let e1 = L::entries(angles, i + block);
+                        let (lo, hi) = L::half_entries(e0, e1);
+                        let ((w1lo, w2lo), (w1hi, w2hi)) =
+                            (L::weights(lo, dir), L::weights(hi, dir));
+                        let p = 2 * (first_pair + i);
+                        for head in Tokens::new(&mut *x, head_dim) {
+                            let v = &mut head[p..p + 2 * L::LANES];
+                            let (l, h) = L::load_bytes(v);
+                            let a = L::packs(
+                                L::madd_round_bytes(l, w1lo),
+                                L::madd_round_bytes(l, w2lo),
+                            );
+                            let b = L::packs(
+                                L::madd_round_bytes(h, w1hi),
+                                L::madd_round_bytes(h, w2hi),
+                            );
+                            L::store_bytes(v, L::zip(a), L::zip(b));
+                        }
+                    }
+                    // A single block the double steps leave (none if a narrower vector
+                    // follows).
+                    for i in (wide..done).step_by(block) {
+                        let (w1, w2) = L::weights(L::entries(angles, i), dir);
+                        let p = 2 * (first_pair + i);
+                        for head in Tokens::new(&mut *x, head_dim) {
+                            let v = &mut head[p..p + L::LANES];
+                            let ab = L::load(v);
+                            let r = L::packs(L::madd_round(ab, w1), L::madd_round(ab, w2));
+                            L::store(v, L::zip(r));
+                        }
+                    }
+                }
                 Layout::Interleaved => {
                     for i in (0..done).step_by(block) {
                         let (w1, w2) = L::weights(L::entries(angles, i), dir);
