@@ -510,7 +510,8 @@ mod q15 {
         /// [`madd_round`](Self::madd_round) of lanes scaled by 256
         /// ([`load_bytes`](Self::load_bytes)): `+2²²`, `>> 23`, the same bits as
         /// `madd_round` of the unscaled lanes. The sum stays below 2³¹: `|a|, |b| ≤ 128` and
-        /// `|c| + |s| ≤ √2 · 32 767` (entries of one angle) bound it by 1.52·10⁹.
+        /// `|c| + |s| ≤ √2 · 32 767` (entries of one angle) bound it, rounding term included,
+        /// by 1.53·10⁹.
         unsafe fn madd_round_bytes(x: Self, w: Self) -> Self;
         /// `vpacksswb` of `lo` and `hi` into `2 · LANES` values of `x` (`V` is `i8`),
         /// saturated (per 128-bit lane `lo`'s 8 then `hi`'s 8: the order of
@@ -543,7 +544,7 @@ mod q15 {
             Layout::Interleaved => L::LANES / 2,
             Layout::Half => L::LANES,
         };
-        // `i8` interleaved pairs: double blocks first (below).
+        // `i8` interleaved pairs: double steps first (below), over `wide` pairs.
         let bytes = pairing.layout == Layout::Interleaved && size_of::<V>() == 1;
         let wide = if bytes { n - n % L::LANES } else { 0 };
         let done = if bytes && L::NARROWER_FOLLOWS {
@@ -555,12 +556,12 @@ mod q15 {
         // (checked by slicing).
         unsafe {
             match pairing.layout {
-                Layout::Interleaved if bytes => {
-                    // Twice a block's pairs a step: one load and one store of `2 · LANES`
-                    // bytes, widened and narrowed within 128-bit lanes (`vpmovsxbw` and
-                    // `vpmovswb` cross them); each half's entries as the half layout brings
-                    // them together (the lanes `vpunpck[lh]bw` pick: pairs `8j .. 8j + 4`
-                    // and `8j + 4 .. 8j + 8`).
+                Layout::Interleaved => {
+                    // `i8` (`wide` is 0 otherwise): twice a block's pairs a step, one load
+                    // and one store of `2 · LANES` bytes, widened and narrowed within 128-bit
+                    // lanes (`vpmovsxbw` and `vpmovswb` cross them); each half's entries as
+                    // the half layout brings them together (the lanes `vpunpck[lh]bw` pick:
+                    // pairs `8j .. 8j + 4` and `8j + 4 .. 8j + 8`).
                     for i in (0..wide).step_by(L::LANES) {
                         let e0 = L::entries(angles, i);
                         let e1 = L::entries(angles, i + block);
@@ -582,21 +583,9 @@ mod q15 {
                             L::store_bytes(v, L::zip(a), L::zip(b));
                         }
                     }
-                    // A single block the double steps leave (none if a narrower vector
-                    // follows).
+                    // Single blocks: every one for `i16`; for `i8` one the double steps
+                    // leave, unless a narrower vector follows.
                     for i in (wide..done).step_by(block) {
-                        let (w1, w2) = L::weights(L::entries(angles, i), dir);
-                        let p = 2 * (first_pair + i);
-                        for head in Tokens::new(&mut *x, head_dim) {
-                            let v = &mut head[p..p + L::LANES];
-                            let ab = L::load(v);
-                            let r = L::packs(L::madd_round(ab, w1), L::madd_round(ab, w2));
-                            L::store(v, L::zip(r));
-                        }
-                    }
-                }
-                Layout::Interleaved => {
-                    for i in (0..done).step_by(block) {
                         let (w1, w2) = L::weights(L::entries(angles, i), dir);
                         let p = 2 * (first_pair + i);
                         for head in Tokens::new(&mut *x, head_dim) {
