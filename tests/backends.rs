@@ -902,6 +902,12 @@ fn buffers_beyond_l2() {
     }
 }
 
+/// [`compare`], then [`assert_avx512_is_avx2`].
+fn compare_and_avx512_is_avx2(p: Pairing, x: &[f32], what: &str, op: &dyn Fn(Backend, &mut [f32])) {
+    compare(p, x, what, op);
+    assert_avx512_is_avx2(x, what, op);
+}
+
 /// Sections on whole 256-bit vectors but not on whole 512-bit ones, which `avx512` rotates with
 /// its 256-bit form at every size (one token: its 512-bit form): Qwen2-VL's M-RoPE (16/24/24
 /// pairs, half layout) over text + image + text and one token, CogVideoX (16/24/24 floats,
@@ -912,10 +918,6 @@ fn buffers_beyond_l2() {
 #[cfg_attr(miri, ignore)]
 fn sections_on_256_bit_vectors_only() {
     let mut rng = Rng(14);
-    let check_both = |p: Pairing, x: &[f32], what: &str, op: &dyn Fn(Backend, &mut [f32])| {
-        compare(p, x, what, op);
-        assert_avx512_is_avx2(x, what, op);
-    };
     let heads = 3;
     let mrope = preset::qwen2_vl_mrope(128, 1e6, [16, 24, 24]);
     let order = preset::mrope_positions(7, [1, 6, 8], 2, 5);
@@ -934,7 +936,7 @@ fn sections_on_256_bit_vectors_only() {
         let x = rng.values(count * heads * 128);
         for &dir in dirs(Layout::Half) {
             let what = format!("M-RoPE {count} tokens {dir:?}");
-            check_both(p, &x, &what, &|b, buf| {
+            compare_and_avx512_is_avx2(p, &x, &what, &|b, buf| {
                 let table = table.with_backend(b).unwrap();
                 let shape = Shape::heads(heads);
                 if pieces {
@@ -962,7 +964,7 @@ fn sections_on_256_bit_vectors_only() {
     };
     let x = rng.values(grid.iter().product::<usize>() * heads * 64);
     for &dir in dirs(Layout::Interleaved) {
-        check_both(p, &x, &format!("CogVideoX {dir:?}"), &|b, buf| {
+        compare_and_avx512_is_avx2(p, &x, &format!("CogVideoX {dir:?}"), &|b, buf| {
             table
                 .with_backend(b)
                 .unwrap()
@@ -981,10 +983,6 @@ fn sections_on_256_bit_vectors_only() {
 #[test]
 fn rows_at_and_past_their_capacity() {
     let mut rng = Rng(17);
-    let check_both = |p: Pairing, x: &[f32], what: &str, op: &dyn Fn(Backend, &mut [f32])| {
-        compare(p, x, what, op);
-        assert_avx512_is_avx2(x, what, op);
-    };
     // Under Miri the half layout only: its rows now hold what interleaved ones cannot.
     for layout in miri_or(LAYOUTS.to_vec(), vec![Layout::Half]) {
         let dims = miri_or(vec![1022, 1024, 1026, 2040, 2048, 2050], vec![1026]);
@@ -1002,7 +1000,7 @@ fn rows_at_and_past_their_capacity() {
             let direct = Direct::new(&spec).unwrap();
             for &dir in dirs(layout) {
                 let what = format!("1-D d={d} {layout:?} {dir:?}");
-                check_both(p, &x, &what, &|b, buf| {
+                compare_and_avx512_is_avx2(p, &x, &what, &|b, buf| {
                     table
                         .with_backend(b)
                         .unwrap()
@@ -1011,7 +1009,7 @@ fn rows_at_and_past_their_capacity() {
                 });
                 // Tableless: the angles computed in chunks, staged into the row.
                 if !cfg!(miri) {
-                    check_both(p, &x, &format!("{what}, tableless"), &|b, buf| {
+                    compare_and_avx512_is_avx2(p, &x, &format!("{what}, tableless"), &|b, buf| {
                         direct
                             .with_backend(b)
                             .unwrap()
@@ -1037,7 +1035,7 @@ fn rows_at_and_past_their_capacity() {
             let x = rng.values(extents[0] * extents[1] * 64);
             for &dir in dirs(layout) {
                 let what = format!("grid {extents:?} {layout:?} {dir:?}");
-                check_both(p, &x, &what, &|b, buf| {
+                compare_and_avx512_is_avx2(p, &x, &what, &|b, buf| {
                     table
                         .with_backend(b)
                         .unwrap()
@@ -1079,7 +1077,7 @@ fn rows_at_and_past_their_capacity() {
         let x = rng.values(extents.iter().product::<usize>() * 2 * 128);
         for &dir in dirs(layout) {
             let what = format!("video {extents:?} {layout:?} {dir:?}");
-            check_both(p, &x, &what, &|b, buf| {
+            compare_and_avx512_is_avx2(p, &x, &what, &|b, buf| {
                 table
                     .with_backend(b)
                     .unwrap()
@@ -1101,7 +1099,7 @@ fn rows_at_and_past_their_capacity() {
     let x = rng.values((7 + 24 * 24 + 5) * 2 * 128);
     for &dir in dirs(Layout::Half) {
         let what = format!("M-RoPE, 24-token image lines {dir:?}");
-        check_both(p, &x, &what, &|b, buf| {
+        compare_and_avx512_is_avx2(p, &x, &what, &|b, buf| {
             table
                 .with_backend(b)
                 .unwrap()

@@ -294,14 +294,16 @@ mod q15 {
         }
 
         #[inline(always)]
-        unsafe fn madd_round(x: Self, w: Self) -> Self {
+        unsafe fn madd_round<const BYTES: bool>(x: Self, w: Self) -> Self {
+            let half = if BYTES { 1 << 22 } else { 1 << 14 };
             // SAFETY: AVX-512F and AVX-512BW (caller).
             unsafe {
-                let sum = _mm512_madd_epi16(x.0, w.0);
-                Self(_mm512_srai_epi32::<15>(_mm512_add_epi32(
-                    sum,
-                    _mm512_set1_epi32(1 << 14),
-                )))
+                let sum = _mm512_add_epi32(_mm512_madd_epi16(x.0, w.0), _mm512_set1_epi32(half));
+                Self(if BYTES {
+                    _mm512_srai_epi32::<23>(sum)
+                } else {
+                    _mm512_srai_epi32::<15>(sum)
+                })
             }
         }
 
@@ -345,18 +347,6 @@ mod q15 {
                     Self(_mm512_unpacklo_epi8(zero, v)),
                     Self(_mm512_unpackhi_epi8(zero, v)),
                 )
-            }
-        }
-
-        #[inline(always)]
-        unsafe fn madd_round_bytes(x: Self, w: Self) -> Self {
-            // SAFETY: AVX-512F and AVX-512BW (caller).
-            unsafe {
-                let sum = _mm512_madd_epi16(x.0, w.0);
-                Self(_mm512_srai_epi32::<23>(_mm512_add_epi32(
-                    sum,
-                    _mm512_set1_epi32(1 << 22),
-                )))
             }
         }
 

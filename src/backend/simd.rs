@@ -494,8 +494,11 @@ mod q15 {
         /// pairs [`unpack`](Self::unpack) brings together in its first and second results.
         unsafe fn half_entries(e0: Self, e1: Self) -> (Self, Self);
         /// `round((x · w summed per 32 bits) / 2¹⁵)` per 32-bit lane: `vpmaddwd`, `+2¹⁴`,
-        /// `>> 15`.
-        unsafe fn madd_round(x: Self, w: Self) -> Self;
+        /// `>> 15`. With `BYTES`, of lanes scaled by 256 ([`load_bytes`](Self::load_bytes)):
+        /// `+2²²`, `>> 23`, the same bits as without of the unscaled lanes. The sum stays
+        /// below 2³¹ there: `|a|, |b| ≤ 128` and `|c| + |s| ≤ √2 · 32 767` (entries of one
+        /// angle) bound it, rounding term included, by 1.53·10⁹.
+        unsafe fn madd_round<const BYTES: bool>(x: Self, w: Self) -> Self;
         /// `vpackssdw`: 32-bit lanes narrowed with saturation, per 128-bit lane `a`'s then
         /// `b`'s.
         unsafe fn packs(a: Self, b: Self) -> Self;
@@ -507,12 +510,6 @@ mod q15 {
         /// `256 · v`: per 128-bit lane, bytes `0 .. 8` (`vpunpcklbw` with zero) and `8 .. 16`
         /// (`vpunpckhbw`) — no cross-lane widening.
         unsafe fn load_bytes<V: Fixed>(x: &[V]) -> (Self, Self);
-        /// [`madd_round`](Self::madd_round) of lanes scaled by 256
-        /// ([`load_bytes`](Self::load_bytes)): `+2²²`, `>> 23`, the same bits as
-        /// `madd_round` of the unscaled lanes. The sum stays below 2³¹: `|a|, |b| ≤ 128` and
-        /// `|c| + |s| ≤ √2 · 32 767` (entries of one angle) bound it, rounding term included,
-        /// by 1.53·10⁹.
-        unsafe fn madd_round_bytes(x: Self, w: Self) -> Self;
         /// `vpacksswb` of `lo` and `hi` into `2 · LANES` values of `x` (`V` is `i8`),
         /// saturated (per 128-bit lane `lo`'s 8 then `hi`'s 8: the order of
         /// [`load_bytes`](Self::load_bytes) undone).
@@ -573,12 +570,12 @@ mod q15 {
                             let v = &mut head[p..p + 2 * L::LANES];
                             let (l, h) = L::load_bytes(v);
                             let a = L::packs(
-                                L::madd_round_bytes(l, w1lo),
-                                L::madd_round_bytes(l, w2lo),
+                                L::madd_round::<true>(l, w1lo),
+                                L::madd_round::<true>(l, w2lo),
                             );
                             let b = L::packs(
-                                L::madd_round_bytes(h, w1hi),
-                                L::madd_round_bytes(h, w2hi),
+                                L::madd_round::<true>(h, w1hi),
+                                L::madd_round::<true>(h, w2hi),
                             );
                             L::store_bytes(v, L::zip(a), L::zip(b));
                         }
@@ -591,7 +588,10 @@ mod q15 {
                         for head in Tokens::new(&mut *x, head_dim) {
                             let v = &mut head[p..p + L::LANES];
                             let ab = L::load(v);
-                            let r = L::packs(L::madd_round(ab, w1), L::madd_round(ab, w2));
+                            let r = L::packs(
+                                L::madd_round::<false>(ab, w1),
+                                L::madd_round::<false>(ab, w2),
+                            );
                             L::store(v, L::zip(r));
                         }
                     }
@@ -609,8 +609,14 @@ mod q15 {
                             let (va, vb) = (&mut lo[p..p + L::LANES], &mut hi[p..p + L::LANES]);
                             let (l, h) = L::unpack(L::load(va), L::load(vb));
                             // `vpackssdw` undoes the unpacks' lane order: pairs in order.
-                            let a = L::packs(L::madd_round(l, w1lo), L::madd_round(h, w1hi));
-                            let b = L::packs(L::madd_round(l, w2lo), L::madd_round(h, w2hi));
+                            let a = L::packs(
+                                L::madd_round::<false>(l, w1lo),
+                                L::madd_round::<false>(h, w1hi),
+                            );
+                            let b = L::packs(
+                                L::madd_round::<false>(l, w2lo),
+                                L::madd_round::<false>(h, w2hi),
+                            );
                             L::store(va, a);
                             L::store(vb, b);
                         }
