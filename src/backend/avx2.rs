@@ -180,8 +180,8 @@ mod q15 {
         __m256i, _mm_loadu_si128, _mm_storeu_si128, _mm256_add_epi32, _mm256_castsi256_si128,
         _mm256_cvtepi8_epi16, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_packs_epi16,
         _mm256_packs_epi32, _mm256_permute2x128_si256, _mm256_permute4x64_epi64, _mm256_set1_epi32,
-        _mm256_setr_epi8, _mm256_shuffle_epi8, _mm256_sign_epi16, _mm256_srai_epi32,
-        _mm256_setzero_si256, _mm256_storeu_si256, _mm256_unpackhi_epi8, _mm256_unpackhi_epi16,
+        _mm256_setr_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_sign_epi16,
+        _mm256_srai_epi32, _mm256_storeu_si256, _mm256_unpackhi_epi8, _mm256_unpackhi_epi16,
         _mm256_unpacklo_epi8, _mm256_unpacklo_epi16,
     };
 

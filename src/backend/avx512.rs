@@ -177,9 +177,9 @@ mod q15 {
     use core::arch::x86_64::{
         __m512i, _mm_setr_epi8, _mm256_loadu_si256, _mm256_storeu_si256, _mm512_add_epi32,
         _mm512_broadcast_i32x4, _mm512_cvtepi8_epi16, _mm512_cvtsepi16_epi8, _mm512_loadu_si512,
-        _mm512_madd_epi16, _mm512_mask_sub_epi16, _mm512_packs_epi32, _mm512_rol_epi32,
-        _mm512_set1_epi32, _mm512_setzero_si512, _mm512_shuffle_epi8, _mm512_shuffle_i32x4,
-        _mm512_packs_epi16, _mm512_srai_epi32, _mm512_storeu_si512, _mm512_unpackhi_epi8,
+        _mm512_madd_epi16, _mm512_mask_sub_epi16, _mm512_packs_epi16, _mm512_packs_epi32,
+        _mm512_rol_epi32, _mm512_set1_epi32, _mm512_setzero_si512, _mm512_shuffle_epi8,
+        _mm512_shuffle_i32x4, _mm512_srai_epi32, _mm512_storeu_si512, _mm512_unpackhi_epi8,
         _mm512_unpackhi_epi16, _mm512_unpacklo_epi8, _mm512_unpacklo_epi16,
     };
 
