@@ -381,6 +381,14 @@ fn axial_grid_small_dims_both_orders() {
 fn video_sections_every_entry_point() {
     let mut rng = Rng(3);
     let grid = Grid::new(miri_or([2, 3, 4], [2, 2, 2]));
+    let spec = |d, layout, sections, index| {
+        let freqs = Freqs::Base {
+            base: 10_000.0,
+            freq_scale: 1.0,
+        };
+        Spec::new(d, layout, Sections { sections, index }, freqs)
+    };
+    let mut cases = Vec::new();
     for layout in LAYOUTS {
         for d in miri_or(
             vec![12, 24, 64, 80, 128, 136],
@@ -395,35 +403,37 @@ fn video_sections_every_entry_point() {
                 Section::new(2, hw / 2),
             ];
             let permuted = [sections[2], sections[0], sections[1]];
+            // The line axis' section between the others: it shares a vector with each.
+            let middle = [sections[0], sections[2], sections[1]];
             for (plan, index) in [
                 (sections, FreqIndex::PerSection),
                 (permuted, FreqIndex::Global),
                 (sections, FreqIndex::Strided),
+                (middle, FreqIndex::PerSection),
             ] {
-                let spec = Spec::new(
-                    d,
-                    layout,
-                    Sections {
-                        sections: plan,
-                        index,
-                    },
-                    Freqs::Base {
-                        base: 10_000.0,
-                        freq_scale: 1.0,
-                    },
-                );
                 let what = format!("video d={d} {layout:?} {index:?}");
-                every_entry_point(
-                    &mut rng,
-                    &spec,
-                    grid.extents,
-                    grid,
-                    &grid_list(grid),
-                    2,
-                    &what,
-                );
+                cases.push((spec(d, layout, plan, index), what));
             }
         }
+    }
+    // Register-form heads (d = 32 interleaved: two 512-bit vectors, four 256-bit ones; under
+    // Miri too) whose line section starts and ends inside one vector (floats 6 .. 10): the
+    // line loop takes its lanes of that vector from the table, the others from the row.
+    let inside = [Section::new(0, 3), Section::new(2, 2), Section::new(1, 11)];
+    cases.push((
+        spec(32, Layout::Interleaved, inside, FreqIndex::PerSection),
+        "video d=32, the line section inside a vector".into(),
+    ));
+    for (spec, what) in &cases {
+        every_entry_point(
+            &mut rng,
+            spec,
+            grid.extents,
+            grid,
+            &grid_list(grid),
+            2,
+            what,
+        );
     }
 }
 

@@ -22,7 +22,7 @@ use core::arch::x86_64::{
     __m256, __m256i, _CMP_ORD_Q, _MM_FROUND_TO_NEAREST_INT, _mm_loadl_epi64, _mm_loadu_si128,
     _mm_packs_epi16, _mm_shuffle_epi32, _mm_storel_epi64, _mm_storeu_si128, _mm256_add_epi32,
     _mm256_add_ps, _mm256_addsub_ps, _mm256_and_ps, _mm256_and_si256, _mm256_blendv_epi8,
-    _mm256_castpd_ps, _mm256_castps_pd, _mm256_castps_si256, _mm256_castsi256_ps,
+    _mm256_blendv_ps, _mm256_castpd_ps, _mm256_castps_pd, _mm256_castps_si256, _mm256_castsi256_ps,
     _mm256_castsi256_si128, _mm256_cmp_ps, _mm256_cmpgt_epi32, _mm256_cvtepi8_epi32,
     _mm256_cvtepi16_epi32, _mm256_cvtepi32_ps, _mm256_cvtepu16_epi32, _mm256_cvtph_ps,
     _mm256_cvtps_epi32, _mm256_cvtps_ph, _mm256_extracti128_si256, _mm256_fmadd_ps,
@@ -463,6 +463,11 @@ unsafe impl Vector for V {
     unsafe fn splat(x: f32) -> Self {
         // SAFETY: AVX.
         V(unsafe { _mm256_set1_ps(x) })
+    }
+    #[inline(always)]
+    unsafe fn select(mask: Self, a: Self, b: Self) -> Self {
+        // SAFETY: AVX; `vblendvps` tests each lane's sign bit, set in an all-ones mask.
+        V(unsafe { _mm256_blendv_ps(b.0, a.0, mask.0) })
     }
     #[inline(always)]
     unsafe fn addsub(self, other: Self) -> Self {

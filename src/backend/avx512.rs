@@ -16,13 +16,14 @@ use core::arch::x86_64::{
     __m256i, __m512, __m512i, __mmask16, _CMP_ORD_Q, _MM_FROUND_TO_NEAREST_INT, _mm_loadu_si128,
     _mm_storeu_si128, _mm256_loadu_si256, _mm256_storeu_si256, _mm512_add_epi32, _mm512_add_ps,
     _mm512_and_si512, _mm512_castps_si512, _mm512_castsi512_ps, _mm512_cmp_ps_mask,
-    _mm512_cmpgt_epi32_mask, _mm512_cvtepi8_epi32, _mm512_cvtepi16_epi32, _mm512_cvtepi32_epi16,
-    _mm512_cvtepi32_ps, _mm512_cvtepu16_epi32, _mm512_cvtneps_pbh, _mm512_cvtph_ps,
-    _mm512_cvtps_ph, _mm512_fmadd_ps, _mm512_fmaddsub_ps, _mm512_fmsub_ps, _mm512_fmsubadd_ps,
-    _mm512_loadu_ps, _mm512_mask_blend_epi32, _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps,
-    _mm512_min_ps, _mm512_movehdup_ps, _mm512_moveldup_ps, _mm512_mul_ps, _mm512_or_si512,
-    _mm512_permute_ps, _mm512_set1_epi32, _mm512_set1_ps, _mm512_setr_ps, _mm512_slli_epi32,
-    _mm512_srli_epi32, _mm512_storeu_ps,
+    _mm512_cmpgt_epi32_mask, _mm512_cmplt_epi32_mask, _mm512_cvtepi8_epi32, _mm512_cvtepi16_epi32,
+    _mm512_cvtepi32_epi16, _mm512_cvtepi32_ps, _mm512_cvtepu16_epi32, _mm512_cvtneps_pbh,
+    _mm512_cvtph_ps, _mm512_cvtps_ph, _mm512_fmadd_ps, _mm512_fmaddsub_ps, _mm512_fmsub_ps,
+    _mm512_fmsubadd_ps, _mm512_loadu_ps, _mm512_mask_blend_epi32, _mm512_mask_blend_ps,
+    _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps, _mm512_min_ps, _mm512_movehdup_ps,
+    _mm512_moveldup_ps, _mm512_mul_ps, _mm512_or_si512, _mm512_permute_ps, _mm512_set1_epi32,
+    _mm512_set1_ps, _mm512_setr_ps, _mm512_setzero_si512, _mm512_slli_epi32, _mm512_srli_epi32,
+    _mm512_storeu_ps,
 };
 // Miri does not implement `vpermt2ps`: there `deinterleave` goes through memory.
 #[cfg(not(miri))]
@@ -578,6 +579,15 @@ unsafe impl<const BF16: bool> Vector for V<BF16> {
     unsafe fn splat(x: f32) -> Self {
         // SAFETY: AVX-512F.
         V(unsafe { _mm512_set1_ps(x) })
+    }
+    #[inline(always)]
+    unsafe fn select(mask: Self, a: Self, b: Self) -> Self {
+        // SAFETY: AVX-512F. The mask's lanes as mask bits (all ones is negative; the test is
+        // loop-invariant where the mask is), then one `vblendmps`.
+        unsafe {
+            let k = _mm512_cmplt_epi32_mask(_mm512_castps_si512(mask.0), _mm512_setzero_si512());
+            V(_mm512_mask_blend_ps(k, b.0, a.0))
+        }
     }
     #[inline(always)]
     unsafe fn addsub(self, other: Self) -> Self {

@@ -418,36 +418,42 @@ impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
             .get(last)
             .and_then(|table| table.get(origin[last] as usize * width..))
             .unwrap_or(&[]);
-        // Row kernels: when the varying run of every token of a line fits one more row and
-        // falls on whole vectors, it is prepared once for the whole grid (every line has the
-        // same), and each token reads its part from there.
+        // Row kernels: when the varying run of every token of a line fits one more row (after
+        // the kernel's `lead`), it is prepared once for the whole grid (every line has the
+        // same), and each token reads its part from there. Lines that do not fit go token by
+        // token: preparing them in parts of as many tokens as fit measured slower on the Zen 4
+        // (Wan 2×30×52, d = 128, 12 heads: 1.08× the time; FLUX 32×64, 24 heads: 1.02×;
+        // `large`: 1.04×) — such grids are past L2, where the staging costs little.
         if let [run] = varying
             && sink.rows
             && width != 0
-            && K::splits(sink.pairing, run.first, run.len)
-            && line_tokens.saturating_mul(run.len) <= K::row_pairs(sink.pairing)
+            && let Some(lead) = K::line_table_lead(sink.head_dim, sink.pairing, run.first, run.len)
+            && line_tokens.saturating_mul(run.len).saturating_add(lead)
+                <= K::row_pairs(sink.pairing)
         {
             let mut slot = MaybeUninit::uninit();
             let cols = varying_table.get(run.column..).unwrap_or(&[]);
             let pairing = Pairing {
-                pairs: line_tokens * run.len,
+                pairs: lead + line_tokens * run.len,
                 ..sink.pairing
             };
             let table = K::Row::init(&mut slot);
             if width == run.len && run.column == 0 {
                 // The run is the axis' whole row: the line's entries are contiguous, and
                 // prepared in one call (a small grid's setup is a tenth of its time).
-                K::prepare(table, pairing, sink.dir, 0, cols);
+                K::prepare(table, pairing, sink.dir, lead, cols);
             } else {
                 for (t, col) in cols.chunks(width).take(line_tokens).enumerate() {
                     let col = col.get(..run.len).unwrap_or(col);
-                    K::prepare(table, pairing, sink.dir, t * run.len, col);
+                    K::prepare(table, pairing, sink.dir, lead + t * run.len, col);
                 }
             }
-            // One shared section (2-D axial): it is prepared for every line as well, and the
-            // grid rotated in one pass, without staging a row and setting up per line (most
-            // of a small grid's cost otherwise).
-            if let [shared_run] = shared {
+            // One shared section (2-D axial), both on whole vectors: it is prepared for every
+            // line as well, and the grid rotated in one pass, without staging a row and
+            // setting up per line (most of a small grid's cost otherwise).
+            if let [shared_run] = shared
+                && lead == 0
+            {
                 let lines = x.len() / line_len;
                 if lines.saturating_mul(shared_run.len) <= K::row_pairs(sink.pairing) {
                     let mut rows_slot = MaybeUninit::uninit();
@@ -484,6 +490,10 @@ impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
                     }
                 }
             }
+            // The row's floats of the varying run initialised once (the line loop reads the row
+            // for the vectors a section shares with it, and checks that it holds every pair),
+            // so that the first line takes the line loop too.
+            sink.put(x, run.first, cols.get(..run.len).unwrap_or(cols));
             let mut position = origin;
             for line in x.chunks_exact_mut(line_len) {
                 for run in shared {

@@ -97,18 +97,29 @@ pub(crate) trait Kernel {
         false
     }
 
-    /// Whether [`rotate_line_split`](Kernel::rotate_line_split) can take pairs
-    /// `first .. first + len` from another row (its boundaries fall on whole vectors).
+    /// Whether [`rotate_line_split`](Kernel::rotate_line_split) takes the varying section
+    /// `first .. first + len` of heads of `head_dim` values, and how many pairs its table
+    /// leaves before the first token's: 0 for a section on whole vectors; a vector's pairs
+    /// for one whose first or last vector it shares with other sections (the register form
+    /// loads that vector whole from the table and takes the section's lanes of it). `None`
+    /// when it cannot.
     #[inline(always)]
-    fn splits(_pairing: Pairing, _first: usize, _len: usize) -> bool {
-        false
+    fn line_table_lead(
+        _head_dim: usize,
+        _pairing: Pairing,
+        _first: usize,
+        _len: usize,
+    ) -> Option<usize> {
+        None
     }
 
     /// Rotates the tokens of a grid line (`token_len` values each): token `t` by `row`,
     /// except that its pairs `first .. first + len` take `table`'s pairs
-    /// `t·len .. (t + 1)·len` — the line's tokens share `row` and read their own section from
-    /// a table of the varying axis prepared once for the grid. Returns `false`, touching
-    /// nothing, when the kernel cannot (the caller then rotates token by token).
+    /// `lead + t·len .. lead + (t + 1)·len` (`lead` from
+    /// [`line_table_lead`](Kernel::line_table_lead)) — the line's tokens share `row` and read
+    /// their own section from a table of the varying axis prepared once for the grid.
+    /// Returns `false`, touching nothing, when the kernel cannot (the caller then rotates
+    /// token by token).
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn rotate_line_split(

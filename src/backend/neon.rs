@@ -16,8 +16,8 @@
 //! within an ulp of overflow.
 
 use core::arch::aarch64::{
-    float32x4_t, uint32x4_t, vaddq_f32, vdupq_n_f32, vfmaq_f32, vld1q_f32, vmulq_f32, vnegq_f32,
-    vrev64q_f32, vst1q_f32, vtrn1q_f32, vtrn2q_f32, vuzp1q_f32, vuzp2q_f32,
+    float32x4_t, uint32x4_t, vaddq_f32, vbslq_f32, vdupq_n_f32, vfmaq_f32, vld1q_f32, vmulq_f32,
+    vnegq_f32, vrev64q_f32, vst1q_f32, vtrn1q_f32, vtrn2q_f32, vuzp1q_f32, vuzp2q_f32,
 };
 
 use core::arch::aarch64::{
@@ -537,5 +537,10 @@ unsafe impl Vector for V {
     unsafe fn splat(x: f32) -> Self {
         // SAFETY: NEON.
         V(unsafe { vdupq_n_f32(x) })
+    }
+    #[inline(always)]
+    unsafe fn select(mask: Self, a: Self, b: Self) -> Self {
+        // SAFETY: NEON; `bsl` takes each bit from `a` where `mask`'s is set.
+        V(unsafe { vbslq_f32(vreinterpretq_u32_f32(mask.0), a.0, b.0) })
     }
 }

@@ -1,6 +1,6 @@
 //! The SIMD algorithm, written once over a small vector trait ([`Vector`]); each arch file
-//! (`avx2.rs`, `avx512.rs`, `neon.rs`) only provides loads, stores, the pair swap and the
-//! multiply-adds for its registers.
+//! (`avx2.rs`, `avx512.rs`, `neon.rs`) only provides loads, stores, the pair swap, a lane
+//! select and the multiply-adds for its registers.
 //!
 //! A token's angles are expanded once into a [`Row`] in the form the loop consumes —
 //! interleaved: cosines duplicated per pair and sines with the direction's alternating sign;
@@ -180,6 +180,9 @@ pub(super) unsafe trait Vector: Copy {
     }
     /// Every lane `x`.
     unsafe fn splat(x: f32) -> Self;
+    /// Each lane of `a` where `mask`'s lane has every bit set, else of `b` (`mask`'s lanes
+    /// are all ones or all zeros).
+    unsafe fn select(mask: Self, a: Self, b: Self) -> Self;
 }
 
 /// Most lanes of any [`Vector`] (AVX-512's 16).
@@ -1290,9 +1293,18 @@ pub(super) fn holds_in_registers<V: Vector, E: Element>(head_dim: usize, pairing
     register_vectors::<V>(head_dim, Form::of::<E>(pairing.layout), pairing.pairs).is_some()
 }
 
+/// Whether pairs `first .. first + len` start and end on whole vectors of `V`'s register
+/// form for values of `E` paired as `pairing`: then a line's or grid's loop reads them from
+/// their own table with whole-vector loads.
+#[inline(always)]
+fn splits<V: Vector, E: Element>(pairing: Pairing, first: usize, len: usize) -> bool {
+    let unit = register_unit::<V>(Form::of::<E>(pairing.layout));
+    first.is_multiple_of(unit) && len.is_multiple_of(unit)
+}
+
 /// Whether every one of `runs` starts and ends on a whole vector of `V`'s register form
-/// (`Kernel::splits`): then the grid loops prepare each section once per grid, and the
-/// token loops read the tables straight into registers.
+/// ([`splits`]): then the grid loops prepare each section once per grid, and the token loops
+/// read the tables straight into registers.
 #[cfg(all(target_arch = "x86_64", feature = "avx2", feature = "avx512"))]
 #[inline(always)]
 pub(super) fn splits_runs<V: Stored<E>, E: Element>(
@@ -1301,7 +1313,7 @@ pub(super) fn splits_runs<V: Stored<E>, E: Element>(
 ) -> bool {
     // A loop, not `Iterator::all`, which is not inlined into the dispatch.
     for run in runs {
-        if !<Simd<V, E> as Kernel>::splits(pairing, run.first, run.len) {
+        if !splits::<V, E>(pairing, run.first, run.len) {
             return false;
         }
     }
@@ -1517,17 +1529,23 @@ unsafe fn half_head_from_registers<V: Stored<E>, E: Element, const N: usize>(
 /// vectors: the row's vectors load into registers once per line, each token's section from
 /// the table, and every head is rotated from registers. `lines` holds whole lines of
 /// `line_len` floats; line `l` reads the row's vectors at `(ra, rb)` moved on by `l · row_step`
-/// bytes (0: every line the same row).
+/// bytes (0: every line the same row). A vector the section shares with the row (Wan's
+/// 22/21/21 pairs, FLUX's 8/28/28 in 512-bit vectors) is loaded whole from both, once a line
+/// from the row and once a token from the table, and its lanes selected: no row staged and
+/// reloaded per token, whose stores the reloads wait for (figures at
+/// [`Kernel::line_table_lead`]'s implementation).
 ///
 /// # Safety
 ///
 /// As for [`rotate_in_registers`], with `split(t)` the table arrays token `t` of a line reads
-/// for the vectors of pairs `first .. end` (multiples of a vector), and the row arrays of
-/// every line readable for the other vectors.
+/// for the vectors that hold pairs `first .. end`, readable at every float of those vectors
+/// (when `first` or `end` is not a multiple of a vector, the table's floats around the
+/// section), and the row arrays of every line readable for the other vectors and for those
+/// the section shares; `SHARED` unless `first` and `end` are multiples of a vector.
 #[allow(clippy::too_many_arguments)]
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
-unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize>(
+unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize, const SHARED: bool>(
     lines: &mut [E],
     line_len: usize,
     token_len: usize,
@@ -1544,7 +1562,7 @@ unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize>(
         Layout::Interleaved => lanes / 2,
         Layout::Half => lanes,
     };
-    let (j0, j1) = (first / per, end / per);
+    let (j0, j1) = (first / per, end.div_ceil(per));
     // Vectors `j0 .. j1` (the section) come from the table, moving `step` bytes from one token
     // to the next; the others from the line's row. Once the loops over `N` unroll, every
     // index into `a` and `b` is a constant (only the tests against `j0`, `j1` are not), so
@@ -1556,6 +1574,36 @@ unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize>(
     // SAFETY: the instruction set is available (caller).
     let zero = unsafe { V::splat(0.0) };
     let (mut a, mut b) = ([zero; N], [zero; N]);
+    // The section's vectors that the row shares (its first and last, when the section does
+    // not start or end on a vector): bit `j` of `shared`, the lanes the section owns set in
+    // `owned[j]`, the row's part of the line in `(ka[j], kb[j])`.
+    let scale = lanes / per;
+    let (from, to) = (scale * first, scale * end);
+    // Only where sections may share vectors (`SHARED`; the line loop, not the 2-D one-pass
+    // loop): the tests below in every token took `tiny` (a few hundred cycles a call) to
+    // 1.16× the time.
+    let shared = if SHARED {
+        (u32::from(!from.is_multiple_of(lanes)) << j0)
+            | (u32::from(!to.is_multiple_of(lanes)) << j1.saturating_sub(1))
+    } else {
+        0
+    };
+    let mut owned = [zero; N];
+    if shared != 0 {
+        for (j, mask) in owned.iter_mut().enumerate() {
+            if shared & (1 << j) != 0 {
+                let mut lanes_of = [0f32; MAX_LANES];
+                for (i, lane) in lanes_of.iter_mut().enumerate().take(lanes) {
+                    if (from..to).contains(&(j * lanes + i)) {
+                        *lane = f32::from_bits(u32::MAX);
+                    }
+                }
+                // SAFETY: the instruction set is available (caller); `MAX_LANES` floats.
+                *mask = unsafe { V::load(lanes_of.as_ptr()) };
+            }
+        }
+    }
+    let (mut ka, mut kb) = ([zero; N], [zero; N]);
     // Counted loops over one pointer: a small grid's token is a few vectors (`tiny`'s, two
     // heads of two), so the loops' own instructions are a good part of each token's. A token
     // is a whole number of heads (`heads · head_dim`, `apply`), so the heads of a line's
@@ -1571,12 +1619,13 @@ unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize>(
         // small grid's token loop load-bound (Zen 4, with the tables staged once: `tiny`
         // 281 → 232 ns, `vit_s` 3.51 → 3.16 µs).
         for j in 0..N {
-            if !in_section(j) {
+            if !in_section(j) || shared & (1 << j) != 0 {
                 // SAFETY: vector `j` of this line's row (caller).
                 unsafe {
-                    a[j] = V::load(ra.wrapping_add(j * lanes));
-                    b[j] = V::load(rb.wrapping_add(j * lanes));
+                    ka[j] = V::load(ra.wrapping_add(j * lanes));
+                    kb[j] = V::load(rb.wrapping_add(j * lanes));
                 }
+                (a[j], b[j]) = (ka[j], kb[j]);
             }
         }
         let (mut pa, mut pb) = (sa, sb);
@@ -1591,6 +1640,10 @@ unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize>(
                     unsafe {
                         a[j] = V::load(pa.wrapping_add(j * lanes));
                         b[j] = V::load(pb.wrapping_add(j * lanes));
+                        if shared & (1 << j) != 0 {
+                            a[j] = V::select(owned[j], a[j], ka[j]);
+                            b[j] = V::select(owned[j], b[j], kb[j]);
+                        }
                     }
                 }
             }
@@ -1782,14 +1835,15 @@ fn line_fits(line_len: usize, token_len: usize, len: usize, table_pairs: usize) 
     })
 }
 
-/// The arrays of `table` (a section of `len` pairs a token, in `layout`'s row form) that token
-/// `t` reads for pairs `first ..`: shifted so that index `scale·first` reads `scale·t·len`
-/// (`scale` floats a pair). The wrapping offsets are only dereferenced at indices inside the
-/// table.
+/// The arrays of `table` (a section of `len` pairs a token after `lead` pairs, in `layout`'s
+/// row form) that token `t` reads for pairs `first ..`: shifted so that index `scale·first`
+/// reads `scale·(lead + t·len)` (`scale` floats a pair). The wrapping offsets are only
+/// dereferenced at indices inside the table.
 #[inline(always)]
 fn token_sections(
     table: &Row,
     layout: Layout,
+    lead: usize,
     (first, len): (usize, usize),
 ) -> impl Fn(usize) -> (*const f32, *const f32) + Copy {
     let scale = floats_per_pair(layout);
@@ -1798,7 +1852,7 @@ fn token_sections(
         table.b.as_ptr().cast::<f32>(),
     );
     move |t| {
-        let shift = scale * t * len;
+        let shift = scale * (lead + t * len);
         (
             a.wrapping_add(shift).wrapping_sub(scale * first),
             b.wrapping_add(shift).wrapping_sub(scale * first),
@@ -1911,10 +1965,26 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         seen == (1u32 << vectors) - 1
     }
 
+    /// Sections on whole vectors: no lead. Others, for heads of the register form: a
+    /// vector's pairs, so that the whole-vector load of the vector a section shares with the
+    /// row stays inside the table (its other lanes are the row's); the rest take the token
+    /// loop. Such lines had staged a row per token and waited on its reload: on an AMD EPYC
+    /// Zen 4 (alternating pairs of two builds), Wan 4×16×24 with 12 heads at d = 128 (22/21/21
+    /// pairs) 0.90× the time, at d = 64 0.70×, 14×14 rope-vit grids at d = 24 0.35× and
+    /// d = 40 0.42×.
     #[inline(always)]
-    fn splits(pairing: Pairing, first: usize, len: usize) -> bool {
-        let unit = register_unit::<V>(Form::of::<E>(pairing.layout));
-        first.is_multiple_of(unit) && len.is_multiple_of(unit)
+    fn line_table_lead(
+        head_dim: usize,
+        pairing: Pairing,
+        first: usize,
+        len: usize,
+    ) -> Option<usize> {
+        let form = Form::of::<E>(pairing.layout);
+        if splits::<V, E>(pairing, first, len) {
+            Some(0)
+        } else {
+            register_vectors::<V>(head_dim, form, pairing.pairs).map(|_| register_unit::<V>(form))
+        }
     }
 
     #[cfg_attr(debug_assertions, inline)]
@@ -1932,32 +2002,42 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         let layout = form.row();
         let pairs = pairing.pairs.min(head_dim / 2).min(row_pairs(layout));
         let end = first + len;
+        let Some(lead) = Self::line_table_lead(head_dim, pairing, first, len) else {
+            return false;
+        };
         if head_dim == 0
             || token_len == 0
             || end > pairs
             || pairs > row.pairs(layout)
-            || !line_fits(line.len(), token_len, len, table.pairs(layout))
-            || !Self::splits(pairing, first, len)
+            || !line_fits(
+                line.len(),
+                token_len,
+                len,
+                table.pairs(layout).saturating_sub(lead),
+            )
         {
             return false;
         }
         let (ra, rb) = (row.a.as_ptr().cast::<f32>(), row.b.as_ptr().cast::<f32>());
-        let shifted = token_sections(table, layout, (first, len));
+        let shifted = token_sections(table, layout, lead, (first, len));
         macro_rules! registers {
             ($($n:literal)*) => {
                 match register_vectors::<V>(head_dim, form, pairs) {
                     // SAFETY: the instruction set is available (`Simd<V>` only runs inside
                     // its arch file's `run`); the heads are exactly `n` vectors; the floats of
-                    // the row's `pairs` pairs and of the table's `tokens·len` (and the padding
-                    // after each) are initialised (`Row::pairs`, `line_fits`); `first` and `end`
-                    // are multiples of a vector (`splits`).
+                    // the row's `pairs` pairs and of the table's `lead + tokens·len` (and the
+                    // padding after each) are initialised (`Row::pairs`, `line_fits`); `first`
+                    // and `end` are multiples of a vector (`lead` 0), or the table has a
+                    // vector's pairs before the first token's section (`line_table_lead`).
                     $(Some($n) => unsafe {
                         let line_len = line.len();
-                        line_in_registers::<V, E, $n>(
+                        line_in_registers::<V, E, $n, true>(
                             line, line_len, token_len, head_dim, form, (ra, rb), 0,
                             (first, end), shifted,
                         )
                     },)*
+                    // From memory: segments on whole vectors only.
+                    _ if lead != 0 => return false,
                     _ => {
                         for (t, token) in super::Tokens::new(line, token_len).enumerate() {
                             let angles = Angles { a: ra, b: rb, first, end, split: shifted(t), entries: None };
@@ -2004,8 +2084,8 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         if token_len == 0
             || !covers
             || !fits
-            || !Self::splits(pairing, first, len)
-            || !Self::splits(pairing, row_first, row_len)
+            || !splits::<V, E>(pairing, first, len)
+            || !splits::<V, E>(pairing, row_first, row_len)
         {
             return false;
         }
@@ -2020,7 +2100,7 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
             rb.wrapping_sub(scale * row_first),
         );
         let row_step = scale * row_len * size_of::<f32>();
-        let shifted = token_sections(table, layout, (first, len));
+        let shifted = token_sections(table, layout, 0, (first, len));
         macro_rules! registers {
             ($($n:literal)*) => {
                 match register_vectors::<V>(head_dim, form, pairs) {
@@ -2032,7 +2112,7 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
                     // most `lines` lines of at most `table.pairs(layout) / len` tokens are
                     // rotated.
                     $(Some($n) => unsafe {
-                        line_in_registers::<V, E, $n>(
+                        line_in_registers::<V, E, $n, false>(
                             x, line_len, token_len, head_dim, form, row0, row_step,
                             (first, end), shifted,
                         )
