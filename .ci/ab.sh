@@ -66,6 +66,8 @@ print(f"| group | id | {base} | new | new ÷ {base} | per round |")
 print("| --- | --- | ---: | ---: | ---: | --- |")
 for key in sorted(set().union(*sides["base"]) & set().union(*sides["new"])):
     pairs = [(b[key], n[key]) for b, n in zip(sides["base"], sides["new"]) if key in b and key in n]
+    if not pairs:
+        continue
     ratios = [n / b for b, n in pairs]
     print(f"| {key[0]} | {key[1]} | {fmt(statistics.median(b for b, _ in pairs))} "
           f"| {fmt(statistics.median(n for _, n in pairs))} | {statistics.median(ratios):.3f} "
