@@ -1119,6 +1119,78 @@ fn rows_at_and_past_their_capacity() {
     }
 }
 
+/// Tokens at explicit positions whose two sections share a vector (Qwen2-VL's vision heads:
+/// 20/20 pairs at d = 80, the vector of pairs 16–23 half each) read each coordinate's
+/// entries from tables prepared once per call. Merge windows (clipped at odd extents), a
+/// shuffled list with repeats and dropped patches; head dims whose sections share a vector
+/// in one layout or vector width and not in the other; and the token loop's cases beside
+/// it: fewer tokens than coordinates, tables too large for a row. Every backend against
+/// scalar, `avx512` bit for bit `avx2`.
+#[test]
+fn explicit_positions_two_sections_sharing_a_vector() {
+    let mut rng = Rng(19);
+    for layout in LAYOUTS {
+        let dims = miri_or(
+            vec![24, 40, 48, 56, 80, 96, 104, 112, 128],
+            vec![miri_pick(layout, 24, 48)],
+        );
+        for d in dims {
+            let spec = Spec {
+                layout,
+                ..preset::qwen2_vl_vision(d, 10_000.0)
+            };
+            let p = Pairing {
+                layout,
+                d,
+                pairs: spec.pairs(),
+            };
+            let sizes = miri_or(vec![[6, 6], [5, 7], [48, 48]], vec![[3, 5]]);
+            for extents in sizes {
+                let mut store = storage(&spec, extents);
+                let table = Table::build(&mut store, &spec, extents).unwrap();
+                let windows = preset::qwen2_vl_vision_positions([1, extents[0], extents[1]], 2);
+                let cells = extents[0] * extents[1];
+                // Shuffled, some cells twice and some dropped.
+                let listed: Vec<[u32; 2]> = (0..cells)
+                    .map(|_| {
+                        let r = rng.next() as usize;
+                        [(r % extents[0]) as u32, ((r >> 20) % extents[1]) as u32]
+                    })
+                    .collect();
+                // Fewer tokens than the tables' coordinates: the token loop.
+                let few = &listed[..3];
+                let heads = if cells > 100 { 1 } else { 2 };
+                for &dir in dirs(layout) {
+                    let what = format!("qwen2-vl d={d} {layout:?} {extents:?} {dir:?}");
+                    let x = rng.values(cells * heads * d);
+                    compare_and_avx512_is_avx2(p, &x, &format!("{what} windows"), &|b, buf| {
+                        table
+                            .with_backend(b)
+                            .unwrap()
+                            .rotate(buf, Shape::heads(heads), &windows[..], dir)
+                            .unwrap()
+                    });
+                    compare_and_avx512_is_avx2(p, &x, &format!("{what} list"), &|b, buf| {
+                        table
+                            .with_backend(b)
+                            .unwrap()
+                            .rotate_at(buf, Shape::heads(heads), &listed, dir)
+                            .unwrap()
+                    });
+                    let x = rng.values(few.len() * heads * d);
+                    compare_and_avx512_is_avx2(p, &x, &format!("{what} few"), &|b, buf| {
+                        table
+                            .with_backend(b)
+                            .unwrap()
+                            .rotate_at(buf, Shape::heads(heads), few, dir)
+                            .unwrap()
+                    });
+                }
+            }
+        }
+    }
+}
+
 /// `avx512` against `avx2`: the same bits (NaN at the same places), through section tables,
 /// 1-D, gathered plans and RoPE-Mixed, both layouts and directions, every head dim from 4 to
 /// 256 and special values. Skipped when this build or CPU lacks either backend.

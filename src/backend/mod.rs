@@ -155,6 +155,40 @@ pub(crate) trait Kernel {
         false
     }
 
+    /// Where [`rotate_tokens_split`](Kernel::rotate_tokens_split) reads pairs
+    /// `first .. first + len` of each coordinate from its table, `(lead, stride)`: coordinate
+    /// `c`'s at pairs `c·stride + lead ..`. `None` when it cannot, for heads of `head_dim`
+    /// values.
+    #[inline(always)]
+    fn token_table(
+        _head_dim: usize,
+        _pairing: Pairing,
+        _first: usize,
+        _len: usize,
+    ) -> Option<(usize, usize)> {
+        None
+    }
+
+    /// Rotates each token of `x` (`token_len` values) at the position `positions` yields,
+    /// when two sections make up every pair: for a section `(first, len)` of `tables[k].1`,
+    /// pairs `first .. first + len` from `tables[k].0` at the token's coordinate `c` on axis
+    /// `axes[k]` ([`token_table`](Kernel::token_table)'s pairs of `c`; both tables prepared
+    /// once per call, no row staged per token). Returns `false`, touching nothing, when the
+    /// kernel cannot.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn rotate_tokens_split<const A: usize, I: Iterator<Item = [u32; A]>>(
+        _x: &mut [Self::Value],
+        _token_len: usize,
+        _head_dim: usize,
+        _pairing: Pairing,
+        _tables: [(&Self::Row, (usize, usize)); 2],
+        _axes: [usize; 2],
+        _positions: I,
+    ) -> bool {
+        false
+    }
+
     /// Rotates, for each token `t` of `line` (`token_len` values each), pairs
     /// `first .. first + len` of every head (`section`) by `table[t · width ..][..len]` — a
     /// grid line's own section, from the table of the line's axis. Returns `false`, touching

@@ -1667,6 +1667,120 @@ unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize, const SHAR
     }
 }
 
+/// One table of [`tokens_in_registers`]: coordinate `c`'s angles for pairs `first .. end`
+/// start `c · stride` floats after the arrays `(a, b)` (shifted so that float `j · LANES` of
+/// a head reads the table's vector `j`); `count` coordinates.
+#[derive(Clone, Copy)]
+struct TokenTable {
+    a: *const f32,
+    b: *const f32,
+    stride: usize,
+    count: usize,
+    first: usize,
+    end: usize,
+}
+
+/// [`Kernel::rotate_tokens_split`] for heads of exactly `N` vectors: each token's vectors load
+/// into registers from the two tables at its coordinates — a vector both sections share
+/// (Qwen2-VL's 20/20 pairs in vectors of 8) loaded from both and its lanes selected — and
+/// every head is rotated from registers. No row is staged and reloaded per token.
+///
+/// # Safety
+///
+/// As for [`rotate_in_registers`]; moreover each table's arrays are readable at the floats of
+/// its vectors `first / per .. end.div_ceil(per)` for every coordinate below its `count`, the
+/// two sections are disjoint and make up every pair of a head.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+unsafe fn tokens_in_registers<V: Stored<E>, E: Element, const N: usize, const A: usize>(
+    x: &mut [E],
+    token_len: usize,
+    head_dim: usize,
+    form: Form,
+    tables: [TokenTable; 2],
+    axes: [usize; 2],
+    mut positions: impl Iterator<Item = [u32; A]>,
+) {
+    let lanes = V::LANES;
+    let per = register_unit::<V>(form);
+    // Bit `j` of `from[k]`: vector `j` reads table `k`.
+    let mut from = [0u32; 2];
+    for (bits, t) in from.iter_mut().zip(&tables) {
+        for j in t.first / per..t.end.div_ceil(per).min(N) {
+            *bits |= 1 << j;
+        }
+    }
+    // SAFETY: the instruction set is available (caller).
+    let zero = unsafe { V::splat(0.0) };
+    // A vector both tables cover takes the lanes of table 1's pairs from table 1.
+    let mut owned = [zero; N];
+    let scale = lanes / per;
+    let (lo, hi) = (scale * tables[1].first, scale * tables[1].end);
+    for (j, mask) in owned.iter_mut().enumerate() {
+        if from[0] & from[1] & (1 << j) != 0 {
+            let mut lanes_of = [0f32; MAX_LANES];
+            for (i, lane) in lanes_of.iter_mut().enumerate().take(lanes) {
+                if (lo..hi).contains(&(j * lanes + i)) {
+                    *lane = f32::from_bits(u32::MAX);
+                }
+            }
+            // SAFETY: the instruction set is available (caller); `MAX_LANES` floats.
+            *mask = unsafe { V::load(lanes_of.as_ptr()) };
+        }
+    }
+    let (mut a, mut b) = ([zero; N], [zero; N]);
+    debug_assert!(head_dim != 0 && token_len.is_multiple_of(head_dim));
+    let tokens = x.len().checked_div(token_len).unwrap_or(0);
+    let heads = token_len.checked_div(head_dim).unwrap_or(0);
+    let mut head = x.as_mut_ptr();
+    for _ in 0..tokens {
+        let Some(position) = positions.next() else {
+            return;
+        };
+        // A coordinate past a table reads its last row: wrong angles, never memory out of
+        // bounds (the engine rotates positions inside the tables only).
+        let at = |k: usize| {
+            let t = tables[k];
+            let c = position.get(axes[k]).map_or(0, |&c| c as usize);
+            let offset = c.min(t.count.saturating_sub(1)) * t.stride;
+            (t.a.wrapping_add(offset), t.b.wrapping_add(offset))
+        };
+        let ((a0, b0), (a1, b1)) = (at(0), at(1));
+        for j in 0..N {
+            // SAFETY: vector `j` of the coordinate's rows of the tables that cover it
+            // (caller). The arrays are shifted (they may point before the tables), so their
+            // offsets wrap: only the in-bounds results are dereferenced.
+            unsafe {
+                if from[0] & (1 << j) != 0 {
+                    a[j] = V::load(a0.wrapping_add(j * lanes));
+                    b[j] = V::load(b0.wrapping_add(j * lanes));
+                }
+                if from[1] & (1 << j) != 0 {
+                    let (va, vb) = (
+                        V::load(a1.wrapping_add(j * lanes)),
+                        V::load(b1.wrapping_add(j * lanes)),
+                    );
+                    if from[0] & (1 << j) != 0 {
+                        a[j] = V::select(owned[j], va, a[j]);
+                        b[j] = V::select(owned[j], vb, b[j]);
+                    } else {
+                        (a[j], b[j]) = (va, vb);
+                    }
+                }
+            }
+        }
+        for _ in 0..heads {
+            // SAFETY: the head is `d` floats of `x`: the heads of a token and the tokens are
+            // counted to fit in `x` (so advancing past the last one stays one past the end at
+            // most).
+            unsafe {
+                head_from_registers::<V, E, N>(head, form, &a, &b);
+                head = head.add(head_dim);
+            }
+        }
+    }
+}
+
 /// Rotates by `segments` in registers when the heads allow it ([`rotate_in_registers`]),
 /// else from memory.
 ///
@@ -2047,6 +2161,100 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
                             unsafe { rotate_segments::<V, E>(token, head_dim, form, pairs, segments) }
                         }
                     }
+                }
+            };
+        }
+        registers!(1 2 3 4 5 6 7 8);
+        true
+    }
+
+    /// Coordinate `c`'s pairs `first .. first + len` at pairs `c·stride + lead ..` of the
+    /// table: whole vectors per coordinate (`stride`), the section at its lanes in them
+    /// (`lead`), for heads of the register form.
+    #[inline(always)]
+    fn token_table(
+        head_dim: usize,
+        pairing: Pairing,
+        first: usize,
+        len: usize,
+    ) -> Option<(usize, usize)> {
+        let form = Form::of::<E>(pairing.layout);
+        register_vectors::<V>(head_dim, form, pairing.pairs)?;
+        let per = register_unit::<V>(form);
+        let (v0, v1) = (first / per, (first + len).div_ceil(per));
+        Some((first - v0 * per, (v1 - v0) * per))
+    }
+
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn rotate_tokens_split<const A: usize, I: Iterator<Item = [u32; A]>>(
+        x: &mut [E],
+        token_len: usize,
+        head_dim: usize,
+        pairing: Pairing,
+        tables: [(&Row, (usize, usize)); 2],
+        axes: [usize; 2],
+        positions: I,
+    ) -> bool {
+        let form = Form::of::<E>(pairing.layout);
+        let layout = form.row();
+        let pairs = pairing.pairs.min(head_dim / 2).min(row_pairs(layout));
+        let [(_, (f0, l0)), (_, (f1, l1))] = tables;
+        // Two non-empty sections that together are every pair, once.
+        let covers = l0 != 0
+            && l1 != 0
+            && ((f0 == 0 && f0 + l0 == f1 && f1 + l1 == pairs)
+                || (f1 == 0 && f1 + l1 == f0 && f0 + l0 == pairs));
+        if head_dim == 0 || token_len == 0 || !covers {
+            return false;
+        }
+        let scale = floats_per_pair(layout);
+        let mut split = [None; 2];
+        for (slot, &(table, (first, len))) in split.iter_mut().zip(&tables) {
+            let Some((lead, stride)) = Self::token_table(head_dim, pairing, first, len) else {
+                return false;
+            };
+            // The coordinates whose pairs are initialised: the last one's vectors end at most
+            // a vector past its pairs, inside the padding (`Row`).
+            let Some(room) = table.pairs(layout).checked_sub(lead + len) else {
+                return false;
+            };
+            let shift = scale * lead;
+            *slot = Some(TokenTable {
+                a: table
+                    .a
+                    .as_ptr()
+                    .cast::<f32>()
+                    .wrapping_add(shift)
+                    .wrapping_sub(scale * first),
+                b: table
+                    .b
+                    .as_ptr()
+                    .cast::<f32>()
+                    .wrapping_add(shift)
+                    .wrapping_sub(scale * first),
+                stride: scale * stride,
+                count: room / stride + 1,
+                first,
+                end: first + len,
+            });
+        }
+        let [Some(t0), Some(t1)] = split else {
+            return false;
+        };
+        macro_rules! registers {
+            ($($n:literal)*) => {
+                match register_vectors::<V>(head_dim, form, pairs) {
+                    // SAFETY: the instruction set is available (`Simd<V>` only runs inside
+                    // its arch file's `run`); the heads are exactly `n` vectors; the two
+                    // sections are every pair once (`covers`); each table's vectors of a
+                    // coordinate below its `count` are initialised (`Row::pairs`, `room`).
+                    $(Some($n) => unsafe {
+                        tokens_in_registers::<V, E, $n, A>(
+                            x, token_len, head_dim, form, [t0, t1], axes, positions,
+                        )
+                    },)*
+                    _ => return false,
                 }
             };
         }
