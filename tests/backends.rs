@@ -1144,7 +1144,11 @@ fn explicit_positions_two_sections_sharing_a_vector() {
                 d,
                 pairs: spec.pairs(),
             };
-            let sizes = miri_or(vec![[6, 6], [5, 7], [48, 48]], vec![[3, 5]]);
+            // 48×48 at d = 80: tables of 48 coordinates of 24 pairs, more than a row holds.
+            let mut sizes = miri_or(vec![[6, 6], [5, 7]], vec![[3, 5]]);
+            if d == 80 && !cfg!(miri) {
+                sizes.push([48, 48]);
+            }
             for extents in sizes {
                 let mut store = storage(&spec, extents);
                 let table = Table::build(&mut store, &spec, extents).unwrap();
