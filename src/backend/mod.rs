@@ -175,7 +175,6 @@ pub(crate) trait Kernel {
     /// `axes[k]` ([`token_table`](Kernel::token_table)'s pairs of `c`; both tables prepared
     /// once per call, no row staged per token). Returns `false`, touching nothing, when the
     /// kernel cannot.
-    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn rotate_tokens_split<const A: usize, I: Iterator<Item = [u32; A]>>(
         _x: &mut [Self::Value],
