@@ -309,6 +309,24 @@ fn every_plan<E: Ty>(scales: (f32, f32)) {
                 staged_is_exact(&input, ratio, "3-D grid in chunks", op_e, op_f);
             }
 
+            // Qwen2-VL's vision tower: two sections sharing a vector (20/20 pairs at d = 80),
+            // merge windows over a table (interleaved bf16 takes the per-coordinate tables in
+            // half-layout rows, its f32 values the staged path).
+            let spec = rope2d::Spec {
+                layout,
+                ..preset::qwen2_vl_vision(80, 10_000.0)
+            };
+            let mut storage = vec![[0.0f32; 2]; Table::storage_len(&spec, [6, 6]).unwrap()];
+            let table = Table::build(&mut storage, &spec, [6, 6]).unwrap();
+            let windows = preset::qwen2_vl_vision_positions([1, 6, 6], 2);
+            let input = values::<E>(&mut rng, 36 * 2 * 80);
+            let (op_e, op_f) = both!(|b, x| table
+                .with_backend(b)
+                .unwrap()
+                .rotate(x, scaled(x, 2, scales), &windows[..], dir)
+                .unwrap());
+            staged_is_exact(&input, ratio, "Qwen2-VL merge windows", op_e, op_f);
+
             // Gathered plan (Qwen3-VL interleaved M-RoPE) and real coordinates (Wan).
             let spec = preset::qwen3_vl_mrope(64, 1e6, [12, 10, 10]);
             let direct = Direct::new(&spec).unwrap();
