@@ -442,13 +442,14 @@ impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
         runs: [&Run; 2],
     ) -> bool {
         let (head_dim, pairing) = (sink.head_dim, sink.pairing);
-        // Each section's table: its lead and stride in pairs, and the coordinates of its axis.
+        // Each section's table: its lead and stride in pairs, the coordinates of its axis, and
+        // that axis' entries (rows of `width`).
         let plan = |run: &Run| {
             let (lead, stride) = K::token_table(head_dim, pairing, run.first, run.len)?;
-            let table = self.tables.get(run.axis)?;
-            let coordinates = table.len().checked_div(*self.widths.get(run.axis)?)?;
+            let (&entries, &width) = (self.tables.get(run.axis)?, self.widths.get(run.axis)?);
+            let coordinates = entries.len().checked_div(width)?;
             let fits = coordinates.saturating_mul(stride) <= K::row_pairs(pairing);
-            fits.then_some((lead, stride, coordinates))
+            fits.then_some((lead, stride, coordinates, entries, width))
         };
         let (Some(first), Some(second)) = (plan(runs[0]), plan(runs[1])) else {
             return false;
@@ -459,17 +460,12 @@ impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
         let [slot0, slot1] = spare;
         let (t0, t1) = (K::Row::init(slot0), K::Row::init(slot1));
         // An array, not `zip`s, whose `next` LLVM left out of line.
-        for (table, run, (lead, stride, coordinates)) in
+        for (table, run, (lead, stride, coordinates, entries, width)) in
             [(&mut *t0, runs[0], first), (&mut *t1, runs[1], second)]
         {
             let pairing = Pairing {
                 pairs: coordinates * stride,
                 ..pairing
-            };
-            let (Some(entries), Some(&width)) =
-                (self.tables.get(run.axis), self.widths.get(run.axis))
-            else {
-                return false;
             };
             for c in 0..coordinates {
                 let row = row_entries(entries, width, c as u32, run.column, run.len);

@@ -1525,6 +1525,36 @@ unsafe fn half_head_from_registers<V: Stored<E>, E: Element, const N: usize>(
     }
 }
 
+/// For each vector `j` whose bit is set in `vectors`, a mask of its lanes whose float index in
+/// the head (`j · LANES + lane`) lies in `from .. to` (all bits set there, zero elsewhere);
+/// zero for the other vectors. For [`Vector::select`].
+///
+/// # Safety
+///
+/// `V`'s instruction set is available.
+#[inline(always)]
+unsafe fn lane_masks<V: Vector, const N: usize>(
+    vectors: u32,
+    (from, to): (usize, usize),
+) -> [V; N] {
+    let lanes = V::LANES;
+    // SAFETY: the instruction set is available (caller).
+    let mut masks = [unsafe { V::splat(0.0) }; N];
+    for (j, mask) in masks.iter_mut().enumerate() {
+        if vectors & (1 << j) != 0 {
+            let mut lanes_of = [0f32; MAX_LANES];
+            for (i, lane) in lanes_of.iter_mut().enumerate().take(lanes) {
+                if (from..to).contains(&(j * lanes + i)) {
+                    *lane = f32::from_bits(u32::MAX);
+                }
+            }
+            // SAFETY: the instruction set is available (caller); `MAX_LANES` floats.
+            *mask = unsafe { V::load(lanes_of.as_ptr()) };
+        }
+    }
+    masks
+}
+
 /// [`Kernel::rotate_line_split`] (and [`Kernel::rotate_grid_split`]) for heads of exactly `N`
 /// vectors: the row's vectors load into registers once per line, each token's section from
 /// the table, and every head is rotated from registers. `lines` holds whole lines of
@@ -1588,21 +1618,8 @@ unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize, const SHAR
     } else {
         0
     };
-    let mut owned = [zero; N];
-    if shared != 0 {
-        for (j, mask) in owned.iter_mut().enumerate() {
-            if shared & (1 << j) != 0 {
-                let mut lanes_of = [0f32; MAX_LANES];
-                for (i, lane) in lanes_of.iter_mut().enumerate().take(lanes) {
-                    if (from..to).contains(&(j * lanes + i)) {
-                        *lane = f32::from_bits(u32::MAX);
-                    }
-                }
-                // SAFETY: the instruction set is available (caller); `MAX_LANES` floats.
-                *mask = unsafe { V::load(lanes_of.as_ptr()) };
-            }
-        }
-    }
+    // SAFETY: the instruction set is available (caller).
+    let owned = unsafe { lane_masks::<V, N>(shared, (from, to)) };
     let (mut ka, mut kb) = ([zero; N], [zero; N]);
     // Counted loops over one pointer: a small grid's token is a few vectors (`tiny`'s, two
     // heads of two), so the loops' own instructions are a good part of each token's. A token
@@ -1713,21 +1730,10 @@ unsafe fn tokens_in_registers<V: Stored<E>, E: Element, const N: usize, const A:
     // SAFETY: the instruction set is available (caller).
     let zero = unsafe { V::splat(0.0) };
     // A vector both tables cover takes the lanes of table 1's pairs from table 1.
-    let mut owned = [zero; N];
     let scale = lanes / per;
-    let (lo, hi) = (scale * tables[1].first, scale * tables[1].end);
-    for (j, mask) in owned.iter_mut().enumerate() {
-        if from[0] & from[1] & (1 << j) != 0 {
-            let mut lanes_of = [0f32; MAX_LANES];
-            for (i, lane) in lanes_of.iter_mut().enumerate().take(lanes) {
-                if (lo..hi).contains(&(j * lanes + i)) {
-                    *lane = f32::from_bits(u32::MAX);
-                }
-            }
-            // SAFETY: the instruction set is available (caller); `MAX_LANES` floats.
-            *mask = unsafe { V::load(lanes_of.as_ptr()) };
-        }
-    }
+    let owned_by_1 = (scale * tables[1].first, scale * tables[1].end);
+    // SAFETY: the instruction set is available (caller).
+    let owned = unsafe { lane_masks::<V, N>(from[0] & from[1], owned_by_1) };
     let (mut a, mut b) = ([zero; N], [zero; N]);
     debug_assert!(head_dim != 0 && token_len.is_multiple_of(head_dim));
     let tokens = x.len().checked_div(token_len).unwrap_or(0);
