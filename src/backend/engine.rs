@@ -19,7 +19,7 @@
 
 use core::mem::MaybeUninit;
 
-use super::{FromRow, Kernel, Pairing, RowBuffer, RunEntries, Tokens};
+use super::{Kernel, Pairing, RowBuffer, Tokens};
 use crate::config::{AnglePrecision, Direction};
 use crate::freq::{Freq, PairFreqs, TableEntry, scaled};
 use crate::math;
@@ -128,19 +128,8 @@ impl<'r, K: Kernel> Sink<'r, K> {
     /// Every pair of `x`'s heads staged: rotates them (row kernels; the others are done).
     #[inline(always)]
     fn finish(&self, x: &mut [K::Value]) {
-        self.finish_with(x, None::<super::Direct<'_, FromRow>>);
-    }
-
-    /// [`finish`](Self::finish), the row kernels reading `direct`'s entries (when given)
-    /// instead of the row.
-    #[inline(always)]
-    fn finish_with<S: RunEntries<K::Entry>>(
-        &self,
-        x: &mut [K::Value],
-        direct: Option<super::Direct<'_, S>>,
-    ) {
         if self.rows {
-            K::rotate_row(x, self.head_dim, self.pairing, self.row, direct);
+            K::rotate_row(x, self.head_dim, self.pairing, self.row);
         }
     }
 }
@@ -329,19 +318,6 @@ struct SectionTables<'t, 'r, const A: usize, T> {
     runs: &'r [Run],
 }
 
-/// The entries of a token at `position`, run by run ([`RunEntries`]).
-struct TokenEntries<'s, 't, 'r, const A: usize, T> {
-    sections: &'s SectionTables<'t, 'r, A, T>,
-    position: [u32; A],
-}
-
-impl<const A: usize, T> RunEntries<T> for TokenEntries<'_, '_, '_, A, T> {
-    #[inline(always)]
-    fn entries(&self, run: &Run) -> &[T] {
-        self.sections.run_entries(run, &self.position)
-    }
-}
-
 impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
     /// The entries of `run` at `position`.
     #[inline(always)]
@@ -377,17 +353,27 @@ impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
         // row).
         let mut previous: Option<[u32; A]> = None;
         // Row kernels whose register form takes these runs read each token's entries from
-        // the tables, no row staged (the positions are inside the tables: checked before).
-        // Not for one token (a decode step), where the check costs what it saves (Zen 4:
-        // `decode_1d` 197 → 206 ns).
-        let direct = sink.rows
+        // the tables, no row staged. Not for one token (a decode step), where the check costs
+        // what it saves (Zen 4: `decode_1d` 197 → 206 ns).
+        if sink.rows
             && x.len() > token_len
-            && K::runs_in_registers(sink.head_dim, sink.pairing, self.runs);
+            && K::rotate_tokens_from_tables(
+                x,
+                token_len,
+                sink.head_dim,
+                sink.pairing,
+                sink.dir,
+                self.runs,
+                (self.tables, self.widths),
+                order.iter(),
+            )
+        {
+            return;
+        }
         // 2-D tables only (Qwen2-VL's vision tower; two sections over other axis counts are
         // rare): a copy of the loop per axis count took a benchmark harness's code from
         // +6 % to +21 %.
         if A == 2
-            && !direct
             && sink.rows
             && x.len() > token_len
             && let [first, second] = self.runs
@@ -399,27 +385,15 @@ impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
             let Some(position) = positions.next() else {
                 return;
             };
-            let here = TokenEntries {
-                sections: self,
-                position,
-            };
-            // One call for both ways, so that the rotation loop is compiled once.
-            let direct_entries = if direct {
-                // The row holds none of this token's entries.
-                previous = None;
-                Some((self.runs, sink.dir, &here))
-            } else {
-                for run in self.runs {
-                    let staged = sink.rows
-                        && previous.is_some_and(|p| p.get(run.axis) == position.get(run.axis));
-                    if !staged {
-                        sink.put(token, run.first, self.run_entries(run, &position));
-                    }
+            for run in self.runs {
+                let staged = sink.rows
+                    && previous.is_some_and(|p| p.get(run.axis) == position.get(run.axis));
+                if !staged {
+                    sink.put(token, run.first, self.run_entries(run, &position));
                 }
-                previous = Some(position);
-                None
-            };
-            sink.finish_with(token, direct_entries);
+            }
+            previous = Some(position);
+            sink.finish(token);
         }
     }
 

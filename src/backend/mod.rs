@@ -75,25 +75,27 @@ pub(crate) trait Kernel {
     ) {
     }
 
-    /// Rotates pairs `0 .. pairing.pairs` of every head in `x` (whole heads) by `row`, or by
-    /// `direct`'s entries, not staged in the row, when given (for runs that
-    /// [`runs_in_registers`](Kernel::runs_in_registers) accepts).
+    /// Rotates pairs `0 .. pairing.pairs` of every head in `x` (whole heads) by `row`.
     #[inline(always)]
-    fn rotate_row<S: RunEntries<Self::Entry>>(
+    fn rotate_row(_x: &mut [Self::Value], _head_dim: usize, _pairing: Pairing, _row: &Self::Row) {}
+
+    /// Rotates each token of `x` (`token_len` values) at the position `positions` yields,
+    /// every pair read straight from the tables' entries (`tables`: per axis, the entries and
+    /// the row width), no row staged per token: when the `runs` (a sections plan's) fall on
+    /// whole vectors of the kernel's register form and together cover every pair once.
+    /// Returns `false`, touching nothing, when the kernel cannot.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn rotate_tokens_from_tables<const A: usize, I: Iterator<Item = [u32; A]>>(
         _x: &mut [Self::Value],
+        _token_len: usize,
         _head_dim: usize,
         _pairing: Pairing,
-        _row: &Self::Row,
-        _direct: Option<Direct<'_, S>>,
-    ) {
-    }
-
-    /// Whether [`rotate_row`](Kernel::rotate_row) takes tokens whose pairs are these `runs`'
-    /// straight from their entries ([`RunEntries`], no row staged): each run on whole vectors
-    /// of the kernel's register form, together covering pairs `0 .. pairing.pairs` once.
-    /// Asked once per call, not per token.
-    #[inline(always)]
-    fn runs_in_registers(_head_dim: usize, _pairing: Pairing, _runs: &[crate::spec::Run]) -> bool {
+        _dir: Direction,
+        _runs: &[crate::spec::Run],
+        _tables: ([&[Self::Entry]; A], [usize; A]),
+        _positions: I,
+    ) -> bool {
         false
     }
 
@@ -230,37 +232,6 @@ pub(crate) trait Kernel {
         dir: Direction,
     );
 }
-
-/// A token's table entries, run by run, which a row kernel may read instead of a staged row
-/// ([`Kernel::rotate_row`]).
-pub(crate) trait RunEntries<T> {
-    /// The entries of the token's pairs `run.first .. run.first + run.len` (`run.len` of
-    /// them).
-    // Read by the SIMD kernels only (`simd`), which other builds have none of.
-    #[cfg_attr(
-        not(any(
-            all(feature = "avx2", target_arch = "x86_64"),
-            all(feature = "avx512", target_arch = "x86_64"),
-            all(feature = "neon", target_arch = "aarch64")
-        )),
-        allow(dead_code)
-    )]
-    fn entries(&self, run: &crate::spec::Run) -> &[T];
-}
-
-/// No entries: the staged row is read ([`Kernel::rotate_row`]'s `direct` is `None`).
-pub(crate) struct FromRow;
-
-impl<T> RunEntries<T> for FromRow {
-    #[inline(always)]
-    fn entries(&self, _run: &crate::spec::Run) -> &[T] {
-        &[]
-    }
-}
-
-/// A token's entries for [`Kernel::rotate_row`]: the runs, the direction and where their
-/// entries are.
-pub(crate) type Direct<'d, S> = (&'d [crate::spec::Run], Direction, &'d S);
 
 /// Storage for a kernel's row, initialised in place (a row is kilobytes: never moved).
 pub(crate) trait RowBuffer: Sized {

@@ -5,9 +5,9 @@
 //! A token's angles are expanded once into a [`Row`] in the form the loop consumes —
 //! interleaved: cosines duplicated per pair and sines with the direction's alternating sign;
 //! half layout: cosines and signed sines de-interleaved — and every head of the token is then
-//! rotated in address order (heads outer, pairs inner), the row re-read from L1. Tokens
-//! taken one by one whose heads fit the register form read their angles from the table
-//! entries straight into registers instead ([`Kernel::runs_in_registers`]). Every
+//! rotated in address order (heads outer, pairs inner), the row re-read from L1. Tokens at
+//! explicit positions whose heads fit the register form read their angles from the table
+//! entries straight into registers instead ([`Kernel::rotate_tokens_from_tables`]). Every
 //! output is `fl(a·c ∓ fl(b·s))` with one fused product, so every backend built on this
 //! module gives the same bits.
 //!
@@ -903,10 +903,6 @@ struct Angles {
     first: usize,
     end: usize,
     split: (*const f32, *const f32),
-    /// The register form only: vector `j`'s angles from the table entries at `entries.0[j]`
-    /// (`[cos, sin]` floats of its first pair on, a vector's pairs readable) for direction
-    /// `entries.1`, instead of the arrays.
-    entries: Option<([*const f32; REGISTER_VECTORS], Direction)>,
 }
 
 impl Angles {
@@ -1329,41 +1325,6 @@ fn register_unit<V: Vector>(form: Form) -> usize {
     }
 }
 
-/// Where each vector of the register form reads its angles from `direct`'s entries: `None`
-/// when the heads take no register form, or an entry slice is short (then the row is read:
-/// wrong angles, never memory out of bounds; the engine rotates positions inside the tables
-/// only). Vectors no run covers (none, for runs that `runs_in_registers` accepted) read
-/// zeros.
-#[inline(always)]
-fn register_entries<V: Vector, S: super::RunEntries<[f32; 2]>>(
-    form: Form,
-    head_dim: usize,
-    pairs: usize,
-    (runs, dir, source): super::Direct<'_, S>,
-) -> Option<([*const f32; REGISTER_VECTORS], Direction)> {
-    register_vectors::<V>(head_dim, form, pairs)?;
-    let unit = register_unit::<V>(form);
-    let mut at = [ZEROS.as_ptr(); REGISTER_VECTORS];
-    for run in runs {
-        let e = source.entries(run);
-        if e.len() != run.len {
-            return None;
-        }
-        for (slot, chunk) in at
-            .iter_mut()
-            .skip(run.first / unit)
-            .zip(e.chunks_exact(unit))
-        {
-            *slot = chunk.as_ptr().cast::<f32>();
-        }
-    }
-    Some((at, dir))
-}
-
-/// The entries a register vector no run covers reads ([`register_entries`]): a vector's
-/// pairs at most.
-static ZEROS: [f32; 2 * MAX_LANES] = [0.0; 2 * MAX_LANES];
-
 /// [`rotate_segments`] for heads that are exactly `N` vectors of rotated floats (full rotary
 /// dimension, no tail): the angles are loaded into registers once and every head of `x` is
 /// rotated from them — for small heads, where the row's loads would cost as much as the
@@ -1385,28 +1346,6 @@ unsafe fn rotate_in_registers<V: Stored<E>, E: Element, const N: usize>(
     // SAFETY: the instruction set is available (caller).
     let zero = unsafe { V::splat(0.0) };
     let (mut a, mut b) = ([zero; N], [zero; N]);
-    if let Some((entries, dir)) = angles.entries {
-        // Straight from the table: the arithmetic of `prepare`, so the same bits.
-        for (j, &e) in entries.iter().take(N).enumerate() {
-            // SAFETY: `e` points to vector `j`'s entries (`Angles::entries`).
-            unsafe {
-                match form.row() {
-                    Layout::Interleaved => {
-                        let v = V::load(e);
-                        a[j] = v.dup_even();
-                        b[j] = v.dup_odd().mul(V::alternating(dir == Direction::Inverse));
-                    }
-                    Layout::Half => {
-                        let (c, s) = V::deinterleave(V::load(e), V::load(e.add(V::LANES)));
-                        a[j] = c;
-                        b[j] = s.mul(V::splat(sine_sign(dir)));
-                    }
-                }
-            }
-        }
-        // SAFETY: as the caller guarantees.
-        return unsafe { heads_from_registers::<V, E, N>(x, head_dim, form, &a, &b) };
-    }
     let unit = match form.row() {
         Layout::Interleaved => 1,
         Layout::Half => 2,
@@ -1787,6 +1726,130 @@ unsafe fn tokens_in_registers<V: Stored<E>, E: Element, const N: usize, const A:
     }
 }
 
+/// Whether heads of `head_dim` values of `E` paired as `pairing` are `V`'s register form and
+/// `runs` fall on its whole vectors, together covering every vector once
+/// ([`Kernel::rotate_tokens_from_tables`]).
+#[inline(always)]
+fn runs_on_register_vectors<V: Vector, E: Element>(
+    head_dim: usize,
+    pairing: Pairing,
+    runs: &[crate::spec::Run],
+) -> bool {
+    let form = Form::of::<E>(pairing.layout);
+    let Some(vectors) = register_vectors::<V>(head_dim, form, pairing.pairs) else {
+        return false;
+    };
+    if runs.len() > REGISTER_VECTORS {
+        return false;
+    }
+    let unit = register_unit::<V>(form);
+    // Every vector covered by exactly one run: bit `j` of `seen` for vector `j`.
+    let mut seen = 0u32;
+    for run in runs {
+        if !run.first.is_multiple_of(unit) || !run.len.is_multiple_of(unit) {
+            return false;
+        }
+        for j in run.first / unit..(run.first + run.len) / unit {
+            if j >= vectors || seen & (1 << j) != 0 {
+                return false;
+            }
+            seen |= 1 << j;
+        }
+    }
+    seen == (1u32 << vectors) - 1
+}
+
+/// Where vector `j` of a token's register form reads its table entries
+/// ([`tokens_from_entries`]): `[cos, sin]` floats at `at + c · stride` for the token's
+/// coordinate `c` on `axis`, clamped to `last`.
+#[derive(Clone, Copy)]
+struct EntryVector {
+    at: *const f32,
+    stride: usize,
+    last: usize,
+    axis: usize,
+}
+
+/// Vector `j`'s angles in the register form from the table entries at `e` (`[cos, sin]`
+/// floats of its first pair on), for direction `dir`: the arithmetic of `prepare`, so the
+/// same bits as a staged row.
+///
+/// # Safety
+///
+/// `V`'s instruction set is available; a vector's pairs of entries readable at `e`.
+#[inline(always)]
+unsafe fn angles_from_entries<V: Vector>(layout: Layout, e: *const f32, dir: Direction) -> (V, V) {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        match layout {
+            Layout::Interleaved => {
+                let v = V::load(e);
+                (
+                    v.dup_even(),
+                    v.dup_odd().mul(V::alternating(dir == Direction::Inverse)),
+                )
+            }
+            Layout::Half => {
+                let (c, s) = V::deinterleave(V::load(e), V::load(e.add(V::LANES)));
+                (c, s.mul(V::splat(sine_sign(dir))))
+            }
+        }
+    }
+}
+
+/// [`Kernel::rotate_tokens_from_tables`] for heads of exactly `N` vectors: each token's
+/// vectors load into registers straight from the table entries at its coordinates
+/// (`vectors`), and every head is rotated from registers — no row staged, no per-token
+/// bookkeeping beyond a clamped offset per vector.
+///
+/// # Safety
+///
+/// As for [`rotate_in_registers`]; moreover for each of the first `N` of `vectors`, a
+/// vector's pairs of entries are readable at `at + c · stride` for every `c ≤ last`.
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+unsafe fn tokens_from_entries<V: Stored<E>, E: Element, const N: usize, const A: usize>(
+    x: &mut [E],
+    token_len: usize,
+    head_dim: usize,
+    form: Form,
+    dir: Direction,
+    vectors: &[EntryVector; REGISTER_VECTORS],
+    mut positions: impl Iterator<Item = [u32; A]>,
+) {
+    // SAFETY: the instruction set is available (caller).
+    let zero = unsafe { V::splat(0.0) };
+    let (mut a, mut b) = ([zero; N], [zero; N]);
+    debug_assert!(head_dim != 0 && token_len.is_multiple_of(head_dim));
+    let tokens = x.len().checked_div(token_len).unwrap_or(0);
+    let heads = token_len.checked_div(head_dim).unwrap_or(0);
+    let mut head = x.as_mut_ptr();
+    for _ in 0..tokens {
+        let Some(position) = positions.next() else {
+            return;
+        };
+        for j in 0..N {
+            let v = vectors[j];
+            // A coordinate past a table reads its last row: wrong angles, never memory out
+            // of bounds (the engine rotates positions inside the tables only).
+            let c = position.get(v.axis).map_or(0, |&c| c as usize).min(v.last);
+            // SAFETY: vector `j`'s entries of coordinate `c ≤ last` (caller).
+            (a[j], b[j]) = unsafe {
+                angles_from_entries::<V>(form.row(), v.at.wrapping_add(c * v.stride), dir)
+            };
+        }
+        for _ in 0..heads {
+            // SAFETY: the head is `d` values of `x`: the heads of a token and the tokens are
+            // counted to fit in `x` (so advancing past the last one stays one past the end at
+            // most).
+            unsafe {
+                head_from_registers::<V, E, N>(head, form, &a, &b);
+                head = head.add(head_dim);
+            }
+        }
+    }
+}
+
 /// Rotates by `segments` in registers when the heads allow it ([`rotate_in_registers`]),
 /// else from memory.
 ///
@@ -2016,28 +2079,17 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
 
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    fn rotate_row<S: super::RunEntries<[f32; 2]>>(
-        x: &mut [E],
-        head_dim: usize,
-        pairing: Pairing,
-        row: &Row,
-        direct: Option<super::Direct<'_, S>>,
-    ) {
+    fn rotate_row(x: &mut [E], head_dim: usize, pairing: Pairing, row: &Row) {
         if head_dim == 0 {
             return;
         }
         let form = Form::of::<E>(pairing.layout);
         let pairs = pairing.pairs.min(head_dim / 2).min(row_pairs(form.row()));
-        let entries = direct.and_then(|d| register_entries::<V, S>(form, head_dim, pairs, d));
         // The engine stages the row for every pair it rotates from it; a row staged for fewer
         // is a bug there (the pairs beyond are left as they are), not undefined behaviour
         // here.
-        debug_assert!(entries.is_some() || pairs <= row.pairs(form.row()));
-        let pairs = if entries.is_some() {
-            pairs
-        } else {
-            pairs.min(row.pairs(form.row()))
-        };
+        debug_assert!(pairs <= row.pairs(form.row()));
+        let pairs = pairs.min(row.pairs(form.row()));
         let (a, b) = (row.a.as_ptr().cast(), row.b.as_ptr().cast());
         let angles = Angles {
             a,
@@ -2045,44 +2097,11 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
             first: 0,
             end: 0,
             split: (a, b),
-            entries,
         };
         // SAFETY: as in `prepare`; `pairs ≤ row_pairs(form.row())`, `2·pairs ≤ head_dim`;
-        // without `entries`, the row's floats of `pairs` pairs and the padding after them are
-        // initialised (`row.pairs`); with them, the heads are the register form's whole
-        // vectors, read from `entries` as `register_entries` promises, not from the row.
+        // the row's floats of `pairs` pairs and the padding after them are initialised
+        // (`row.pairs`).
         unsafe { rotate::<V, E>(x, head_dim, form, pairs, angles) }
-    }
-
-    /// Heads of up to [`REGISTER_VECTORS`] whole vectors (the register form), every run on
-    /// whole vectors: the entries go straight into registers, no row stored and reloaded per
-    /// token. On an AMD EPYC Zen 4 (family 25, model 17; criterion medians of three runs):
-    /// `prefill_1d_half` 376 → 309 µs, `rope1d_4096` 1 214 → 1 101 µs; `mrope_text`
-    /// unchanged (its image tokens take the grid loops).
-    #[inline(always)]
-    fn runs_in_registers(head_dim: usize, pairing: Pairing, runs: &[crate::spec::Run]) -> bool {
-        let form = Form::of::<E>(pairing.layout);
-        let Some(vectors) = register_vectors::<V>(head_dim, form, pairing.pairs) else {
-            return false;
-        };
-        if runs.len() > REGISTER_VECTORS {
-            return false;
-        }
-        let unit = register_unit::<V>(form);
-        // Every vector covered by exactly one run: bit `j` of `seen` for vector `j`.
-        let mut seen = 0u32;
-        for run in runs {
-            if !run.first.is_multiple_of(unit) || !run.len.is_multiple_of(unit) {
-                return false;
-            }
-            for j in run.first / unit..(run.first + run.len) / unit {
-                if j >= vectors || seen & (1 << j) != 0 {
-                    return false;
-                }
-                seen |= 1 << j;
-            }
-        }
-        seen == (1u32 << vectors) - 1
     }
 
     /// Sections on whole vectors: no lead. Others, for heads of the register form: a
@@ -2160,13 +2179,87 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
                     _ if lead != 0 => return false,
                     _ => {
                         for (t, token) in super::Tokens::new(line, token_len).enumerate() {
-                            let angles = Angles { a: ra, b: rb, first, end, split: shifted(t), entries: None };
+                            let angles = Angles { a: ra, b: rb, first, end, split: shifted(t) };
                             let (segments, count) = angles.segments(pairs);
                             let segments = segments.get(..count).unwrap_or(&[]);
                             // SAFETY: as above, from memory.
                             unsafe { rotate_segments::<V, E>(token, head_dim, form, pairs, segments) }
                         }
                     }
+                }
+            };
+        }
+        registers!(1 2 3 4 5 6 7 8);
+        true
+    }
+
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn rotate_tokens_from_tables<const A: usize, I: Iterator<Item = [u32; A]>>(
+        x: &mut [E],
+        token_len: usize,
+        head_dim: usize,
+        pairing: Pairing,
+        dir: Direction,
+        runs: &[crate::spec::Run],
+        tables: ([&[[f32; 2]]; A], [usize; A]),
+        positions: I,
+    ) -> bool {
+        if head_dim == 0
+            || token_len == 0
+            || !runs_on_register_vectors::<V, E>(head_dim, pairing, runs)
+        {
+            return false;
+        }
+        let form = Form::of::<E>(pairing.layout);
+        let unit = register_unit::<V>(form);
+        let mut vectors = [EntryVector {
+            at: core::ptr::null(),
+            stride: 0,
+            last: 0,
+            axis: 0,
+        }; REGISTER_VECTORS];
+        for run in runs {
+            let (Some(table), Some(&width)) = (tables.0.get(run.axis), tables.1.get(run.axis))
+            else {
+                return false;
+            };
+            // The run's entries of every coordinate lie inside the table.
+            let Some(rows) = table.len().checked_div(width) else {
+                return false;
+            };
+            if rows == 0 || run.column + run.len > width {
+                return false;
+            }
+            let first = table.as_ptr().cast::<f32>().wrapping_add(2 * run.column);
+            for (k, slot) in vectors
+                .iter_mut()
+                .skip(run.first / unit)
+                .take(run.len / unit)
+                .enumerate()
+            {
+                *slot = EntryVector {
+                    at: first.wrapping_add(2 * k * unit),
+                    stride: 2 * width,
+                    last: rows - 1,
+                    axis: run.axis,
+                };
+            }
+        }
+        let pairs = pairing.pairs.min(head_dim / 2);
+        macro_rules! registers {
+            ($($n:literal)*) => {
+                match register_vectors::<V>(head_dim, form, pairs) {
+                    // SAFETY: the instruction set is available (`Simd<V>` only runs inside
+                    // its arch file's `run`); the heads are exactly `n` vectors, each covered
+                    // by one run on whole vectors (`runs_on_register_vectors`), whose entries of
+                    // every coordinate up to `last` are inside its table (checked above).
+                    $(Some($n) => unsafe {
+                        tokens_from_entries::<V, E, $n, A>(
+                            x, token_len, head_dim, form, dir, &vectors, positions,
+                        )
+                    },)*
+                    _ => return false,
                 }
             };
         }
@@ -2405,13 +2498,7 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
                 unsafe { sum_entries::<V>(sums, a, b) };
                 Self::prepare(row, pairing, dir, 64 * start, sums);
             }
-            Self::rotate_row(
-                head,
-                head_dim,
-                pairing,
-                row,
-                None::<super::Direct<'_, super::FromRow>>,
-            );
+            Self::rotate_row(head, head_dim, pairing, row);
         }
     }
 }
