@@ -2235,7 +2235,8 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
             let Some(rows) = table.len().checked_div(width) else {
                 return false;
             };
-            if rows == 0 || run.column + run.len > width {
+            let end = run.column.checked_add(run.len);
+            if rows == 0 || end.is_none_or(|end| end > width) {
                 return false;
             }
             let first = table.as_ptr().cast::<f32>().wrapping_add(2 * run.column);
