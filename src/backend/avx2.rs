@@ -31,7 +31,7 @@ use core::arch::x86_64::{
     _mm256_or_si256, _mm256_packs_epi32, _mm256_packus_epi32, _mm256_permute_ps,
     _mm256_permute4x64_epi64, _mm256_permute4x64_pd, _mm256_set_epi32, _mm256_set1_epi32,
     _mm256_set1_ps, _mm256_setr_ps, _mm256_shuffle_ps, _mm256_slli_epi32, _mm256_srli_epi32,
-    _mm256_storeu_ps,
+    _mm256_storeu_ps, _mm256_xor_ps,
 };
 
 use core::arch::x86_64::{
@@ -437,6 +437,11 @@ unsafe impl Vector for V {
     unsafe fn mul(self, other: Self) -> Self {
         // SAFETY: AVX.
         V(unsafe { _mm256_mul_ps(self.0, other.0) })
+    }
+    #[inline(always)]
+    unsafe fn xor(self, other: Self) -> Self {
+        // SAFETY: AVX.
+        V(unsafe { _mm256_xor_ps(self.0, other.0) })
     }
     #[inline(always)]
     unsafe fn add(self, other: Self) -> Self {

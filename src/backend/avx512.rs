@@ -23,7 +23,7 @@ use core::arch::x86_64::{
     _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps, _mm512_min_ps, _mm512_movehdup_ps,
     _mm512_moveldup_ps, _mm512_mul_ps, _mm512_or_si512, _mm512_permute_ps, _mm512_set1_epi32,
     _mm512_set1_ps, _mm512_setr_ps, _mm512_setzero_si512, _mm512_slli_epi32, _mm512_srli_epi32,
-    _mm512_storeu_ps,
+    _mm512_storeu_ps, _mm512_xor_si512,
 };
 // Miri does not implement `vpermt2ps`: there `deinterleave` goes through memory.
 #[cfg(not(miri))]
@@ -553,6 +553,16 @@ unsafe impl<const BF16: bool> Vector for V<BF16> {
     unsafe fn mul(self, other: Self) -> Self {
         // SAFETY: AVX-512F.
         V(unsafe { _mm512_mul_ps(self.0, other.0) })
+    }
+    #[inline(always)]
+    unsafe fn xor(self, other: Self) -> Self {
+        // SAFETY: AVX-512F (the integer form: `vxorps` on 512 bits needs AVX-512DQ).
+        V(unsafe {
+            _mm512_castsi512_ps(_mm512_xor_si512(
+                _mm512_castps_si512(self.0),
+                _mm512_castps_si512(other.0),
+            ))
+        })
     }
     #[inline(always)]
     unsafe fn add(self, other: Self) -> Self {

@@ -479,6 +479,20 @@ impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
         if self.runs.is_empty() {
             return;
         }
+        if sink.rows
+            && K::rotate_grid_from_tables(
+                x,
+                token_len,
+                sink.head_dim,
+                sink.pairing,
+                sink.dir,
+                self.runs,
+                (self.tables, self.widths),
+                (origin, extents),
+            )
+        {
+            return;
+        }
         // The last axis' runs vary along a line (the table put them last); the others are
         // shared by all the line's tokens.
         let split = self
@@ -509,7 +523,7 @@ impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
             && line_tokens.saturating_mul(run.len).saturating_add(lead)
                 <= K::row_pairs(sink.pairing)
         {
-            let [slot, rows_slot] = spare;
+            let [slot, _] = spare;
             let cols = varying_table.get(run.column..).unwrap_or(&[]);
             let pairing = Pairing {
                 pairs: lead + line_tokens * run.len,
@@ -524,47 +538,6 @@ impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
                 for (t, col) in cols.chunks(width).take(line_tokens).enumerate() {
                     let col = col.get(..run.len).unwrap_or(col);
                     K::prepare(table, pairing, sink.dir, lead + t * run.len, col);
-                }
-            }
-            // One shared section (2-D axial), both on whole vectors: it is prepared for every
-            // line as well, and the grid rotated in one pass, without staging a row and
-            // setting up per line (most of a small grid's cost otherwise).
-            if let [shared_run] = shared
-                && lead == 0
-            {
-                let lines = x.len() / line_len;
-                if lines.saturating_mul(shared_run.len) <= K::row_pairs(sink.pairing) {
-                    let pairing = Pairing {
-                        pairs: lines * shared_run.len,
-                        ..sink.pairing
-                    };
-                    let shared_width = self.widths.get(shared_run.axis).copied();
-                    // 2-D, the run the whole row of the first axis: the lines' entries are
-                    // contiguous (as above).
-                    let contiguous =
-                        A == 2 && shared_width == Some(shared_run.len) && shared_run.column == 0;
-                    let rows = K::Row::init(rows_slot);
-                    if contiguous {
-                        let table = self.tables.get(shared_run.axis).copied().unwrap_or(&[]);
-                        let entries =
-                            row_entries(table, shared_run.len, origin[0], 0, pairing.pairs);
-                        K::prepare(rows, pairing, sink.dir, 0, entries);
-                    } else {
-                        let mut position = origin;
-                        for l in 0..lines {
-                            let entries = self.run_entries(shared_run, &position);
-                            K::prepare(rows, pairing, sink.dir, l * shared_run.len, entries);
-                            next_line(&mut position, origin, extents);
-                        }
-                    }
-                    let rows = (&*rows, (shared_run.first, shared_run.len));
-                    let cols = (&*table, (run.first, run.len));
-                    let (head_dim, pairing) = (sink.head_dim, sink.pairing);
-                    if K::rotate_grid_split(
-                        x, lines, line_len, token_len, head_dim, pairing, rows, cols,
-                    ) {
-                        return;
-                    }
                 }
             }
             // The row's floats of the varying run initialised once (the line loop reads the row
@@ -637,7 +610,11 @@ impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
 /// The position of a grid's next line: the coordinates before the last incremented,
 /// row-major.
 #[inline(always)]
-fn next_line<const A: usize>(position: &mut [u32; A], origin: [u32; A], extents: [usize; A]) {
+pub(super) fn next_line<const A: usize>(
+    position: &mut [u32; A],
+    origin: [u32; A],
+    extents: [usize; A],
+) {
     let mut a = A - 1;
     while let Some(below) = a.checked_sub(1) {
         a = below;

@@ -99,6 +99,28 @@ pub(crate) trait Kernel {
         false
     }
 
+    /// Rotates the tokens of a grid of `extents` from `origin`, row-major (`token_len` values
+    /// each), every pair read straight from the tables' entries like
+    /// [`rotate_tokens_from_tables`](Kernel::rotate_tokens_from_tables): the vectors of the
+    /// axes before the last once per line, the last axis' per token, nothing prepared. When
+    /// the `runs` fall on whole vectors of the kernel's register form, together cover every
+    /// pair once and the grid lies inside the tables. Returns `false`, touching nothing, when
+    /// the kernel cannot.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn rotate_grid_from_tables<const A: usize>(
+        _x: &mut [Self::Value],
+        _token_len: usize,
+        _head_dim: usize,
+        _pairing: Pairing,
+        _dir: Direction,
+        _runs: &[crate::spec::Run],
+        _tables: ([&[Self::Entry]; A], [usize; A]),
+        _grid: ([u32; A], [usize; A]),
+    ) -> bool {
+        false
+    }
+
     /// Whether [`rotate_line_split`](Kernel::rotate_line_split) takes the varying section
     /// `first .. first + len` of heads of `head_dim` values, and how many pairs its table
     /// leaves before the first token's: 0 for a section on whole vectors; a vector's pairs
@@ -132,27 +154,6 @@ pub(crate) trait Kernel {
         _row: &Self::Row,
         _section: (usize, usize),
         _table: &Self::Row,
-    ) -> bool {
-        false
-    }
-
-    /// Rotates the first `lines` lines (`line_len` values each, tokens of `token_len`) of a
-    /// grid in one pass when two sections make up every pair: for a section `(first, len)`,
-    /// line `l` takes pairs `first .. first + len` of `rows.1` from `rows.0`'s pairs
-    /// `l·len ..`, and each token `t` of a line those of `cols.1` from `cols.0`'s pairs
-    /// `t·len ..` (both tables prepared once per call; no row staged per line). Returns
-    /// `false`, touching nothing, when the kernel cannot.
-    #[allow(clippy::too_many_arguments)]
-    #[inline(always)]
-    fn rotate_grid_split(
-        _x: &mut [Self::Value],
-        _lines: usize,
-        _line_len: usize,
-        _token_len: usize,
-        _head_dim: usize,
-        _pairing: Pairing,
-        _rows: (&Self::Row, (usize, usize)),
-        _cols: (&Self::Row, (usize, usize)),
     ) -> bool {
         false
     }

@@ -21,7 +21,7 @@ use core::arch::aarch64::{
 };
 
 use core::arch::aarch64::{
-    uint16x4_t, vaddq_u32, vandq_u32, vbslq_u32, vcgtq_u32, vcombine_s16, vcvtnq_s32_f32,
+    uint16x4_t, vaddq_u32, vandq_u32, vbslq_u32, veorq_u32, vcgtq_u32, vcombine_s16, vcvtnq_s32_f32,
     vcvtq_f32_s32, vdup_n_u32, vdupq_n_u32, vget_lane_u32, vget_low_s16, vld1_s16, vld1_u16,
     vmovl_s8, vmovl_s16, vmovn_u32, vorrq_u32, vqmovn_s16, vqmovn_s32, vreinterpret_s8_u32,
     vreinterpret_u32_s8, vreinterpretq_f32_u32, vreinterpretq_u32_f32, vshll_n_u16, vshrq_n_u32,
@@ -509,6 +509,16 @@ unsafe impl Vector for V {
     unsafe fn mul(self, other: Self) -> Self {
         // SAFETY: NEON.
         V(unsafe { vmulq_f32(self.0, other.0) })
+    }
+    #[inline(always)]
+    unsafe fn xor(self, other: Self) -> Self {
+        // SAFETY: NEON.
+        V(unsafe {
+            vreinterpretq_f32_u32(veorq_u32(
+                vreinterpretq_u32_f32(self.0),
+                vreinterpretq_u32_f32(other.0),
+            ))
+        })
     }
     #[inline(always)]
     unsafe fn add(self, other: Self) -> Self {

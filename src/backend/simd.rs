@@ -152,6 +152,9 @@ pub(super) unsafe trait Vector: Copy {
     unsafe fn deinterleave(lo: Self, hi: Self) -> (Self, Self);
     /// Lane-wise `self · other`, rounded.
     unsafe fn mul(self, other: Self) -> Self;
+    /// Lane-wise bitwise exclusive or: with sign bits for `other`, the lanes negated exactly
+    /// (as a product by −1, off the multiply pipes).
+    unsafe fn xor(self, other: Self) -> Self;
     /// Lane-wise `self + other`, rounded.
     unsafe fn add(self, other: Self) -> Self;
     /// Lane-wise `self · b + c`, rounded once (fused).
@@ -1494,11 +1497,10 @@ unsafe fn lane_masks<V: Vector, const N: usize>(
     masks
 }
 
-/// [`Kernel::rotate_line_split`] (and [`Kernel::rotate_grid_split`]) for heads of exactly `N`
-/// vectors: the row's vectors load into registers once per line, each token's section from
-/// the table, and every head is rotated from registers. `lines` holds whole lines of
-/// `line_len` floats; line `l` reads the row's vectors at `(ra, rb)` moved on by `l · row_step`
-/// bytes (0: every line the same row). A vector the section shares with the row (Wan's
+/// [`Kernel::rotate_line_split`] for heads of exactly `N` vectors: the row's vectors load into
+/// registers once per line, each token's section from the table, and every head is rotated
+/// from registers. `lines` holds whole lines of `line_len` floats, each rotated by the row at
+/// `(ra, rb)`. A vector the section shares with the row (Wan's
 /// 22/21/21 pairs, FLUX's 8/28/28 in 512-bit vectors) is loaded whole from both, once a line
 /// from the row and once a token from the table, and its lanes selected: no row staged and
 /// reloaded per token, whose stores the reloads wait for (figures at
@@ -1510,18 +1512,17 @@ unsafe fn lane_masks<V: Vector, const N: usize>(
 /// for the vectors that hold pairs `first .. end`, readable at every float of those vectors
 /// (when `first` or `end` is not a multiple of a vector, the table's floats around the
 /// section), and the row arrays of every line readable for the other vectors and for those
-/// the section shares; `SHARED` unless `first` and `end` are multiples of a vector.
+/// the section shares.
 #[allow(clippy::too_many_arguments)]
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
-unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize, const SHARED: bool>(
+unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize>(
     lines: &mut [E],
     line_len: usize,
     token_len: usize,
     head_dim: usize,
     form: Form,
     (ra, rb): (*const f32, *const f32),
-    row_step: usize,
     (first, end): (usize, usize),
     split: impl Fn(usize) -> (*const f32, *const f32),
 ) {
@@ -1548,15 +1549,8 @@ unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize, const SHAR
     // `owned[j]`, the row's part of the line in `(ka[j], kb[j])`.
     let scale = lanes / per;
     let (from, to) = (scale * first, scale * end);
-    // Only where sections may share vectors (`SHARED`; the line loop, not the 2-D one-pass
-    // loop): the tests below in every token took `tiny` (a few hundred cycles a call) to
-    // 1.16× the time.
-    let shared = if SHARED {
-        (u32::from(!from.is_multiple_of(lanes)) << j0)
-            | (u32::from(!to.is_multiple_of(lanes)) << j1.saturating_sub(1))
-    } else {
-        0
-    };
+    let shared = (u32::from(!from.is_multiple_of(lanes)) << j0)
+        | (u32::from(!to.is_multiple_of(lanes)) << j1.saturating_sub(1));
     // SAFETY: the instruction set is available (caller).
     let owned = unsafe { lane_masks::<V, N>(shared, (from, to)) };
     let (mut ka, mut kb) = ([zero; N], [zero; N]);
@@ -1569,7 +1563,6 @@ unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize, const SHAR
     let tokens = line_len.checked_div(token_len).unwrap_or(0);
     let heads = token_len.checked_div(head_dim).unwrap_or(0);
     let mut line = lines.as_mut_ptr();
-    let (mut ra, mut rb) = (ra, rb);
     for _ in 0..line_count {
         // The row's vectors, once for the whole line: reloading them for every token made a
         // small grid's token loop load-bound (Zen 4, with the tables staged once: `tiny`
@@ -1616,10 +1609,6 @@ unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize, const SHAR
         }
         // SAFETY: as above.
         unsafe { line = line.add(line_len) };
-        (ra, rb) = (
-            ra.wrapping_byte_add(row_step),
-            rb.wrapping_byte_add(row_step),
-        );
     }
 }
 
@@ -1726,39 +1715,6 @@ unsafe fn tokens_in_registers<V: Stored<E>, E: Element, const N: usize, const A:
     }
 }
 
-/// Whether heads of `head_dim` values of `E` paired as `pairing` are `V`'s register form and
-/// `runs` fall on its whole vectors, together covering every vector once
-/// ([`Kernel::rotate_tokens_from_tables`]).
-#[inline(always)]
-fn runs_on_register_vectors<V: Vector, E: Element>(
-    head_dim: usize,
-    pairing: Pairing,
-    runs: &[crate::spec::Run],
-) -> bool {
-    let form = Form::of::<E>(pairing.layout);
-    let Some(vectors) = register_vectors::<V>(head_dim, form, pairing.pairs) else {
-        return false;
-    };
-    if runs.len() > REGISTER_VECTORS {
-        return false;
-    }
-    let unit = register_unit::<V>(form);
-    // Every vector covered by exactly one run: bit `j` of `seen` for vector `j`.
-    let mut seen = 0u32;
-    for run in runs {
-        if !run.first.is_multiple_of(unit) || !run.len.is_multiple_of(unit) {
-            return false;
-        }
-        for j in run.first / unit..(run.first + run.len) / unit {
-            if j >= vectors || seen & (1 << j) != 0 {
-                return false;
-            }
-            seen |= 1 << j;
-        }
-    }
-    seen == (1u32 << vectors) - 1
-}
-
 /// Where vector `j` of a token's register form reads its table entries
 /// ([`tokens_from_entries`]): `[cos, sin]` floats at `at + c · stride` for the token's
 /// coordinate `c` on `axis`, clamped to `last`.
@@ -1770,28 +1726,43 @@ struct EntryVector {
     axis: usize,
 }
 
+/// The sign bits that turn a vector's sines into the register form's `b` for direction `dir`
+/// ([`angles_from_entries`]): the lanes `prepare` multiplies by −1.
+///
+/// # Safety
+///
+/// `V`'s instruction set is available.
+#[inline(always)]
+unsafe fn sine_flips<V: Vector>(layout: Layout, dir: Direction) -> V {
+    // SAFETY: as the caller guarantees. `±1 · 0` is `±0`: the sign bits alone.
+    unsafe {
+        match layout {
+            Layout::Interleaved => V::alternating(dir == Direction::Inverse).mul(V::splat(0.0)),
+            Layout::Half => V::splat(sine_sign(dir) * 0.0),
+        }
+    }
+}
+
 /// Vector `j`'s angles in the register form from the table entries at `e` (`[cos, sin]`
-/// floats of its first pair on), for direction `dir`: the arithmetic of `prepare`, so the
-/// same bits as a staged row.
+/// floats of its first pair on), the sines' signs flipped by `flips` ([`sine_flips`]): the
+/// values of `prepare` (a sign flipped is the product by −1), so the same bits as a staged
+/// row.
 ///
 /// # Safety
 ///
 /// `V`'s instruction set is available; a vector's pairs of entries readable at `e`.
 #[inline(always)]
-unsafe fn angles_from_entries<V: Vector>(layout: Layout, e: *const f32, dir: Direction) -> (V, V) {
+unsafe fn angles_from_entries<V: Vector>(layout: Layout, e: *const f32, flips: V) -> (V, V) {
     // SAFETY: as the caller guarantees.
     unsafe {
         match layout {
             Layout::Interleaved => {
                 let v = V::load(e);
-                (
-                    v.dup_even(),
-                    v.dup_odd().mul(V::alternating(dir == Direction::Inverse)),
-                )
+                (v.dup_even(), v.dup_odd().xor(flips))
             }
             Layout::Half => {
                 let (c, s) = V::deinterleave(V::load(e), V::load(e.add(V::LANES)));
-                (c, s.mul(V::splat(sine_sign(dir))))
+                (c, s.xor(flips))
             }
         }
     }
@@ -1820,6 +1791,8 @@ unsafe fn tokens_from_entries<V: Stored<E>, E: Element, const N: usize, const A:
     // SAFETY: the instruction set is available (caller).
     let zero = unsafe { V::splat(0.0) };
     let (mut a, mut b) = ([zero; N], [zero; N]);
+    // SAFETY: the instruction set is available (caller).
+    let flips = unsafe { sine_flips::<V>(form.row(), dir) };
     debug_assert!(head_dim != 0 && token_len.is_multiple_of(head_dim));
     let tokens = x.len().checked_div(token_len).unwrap_or(0);
     let heads = token_len.checked_div(head_dim).unwrap_or(0);
@@ -1835,7 +1808,7 @@ unsafe fn tokens_from_entries<V: Stored<E>, E: Element, const N: usize, const A:
             let c = position.get(v.axis).map_or(0, |&c| c as usize).min(v.last);
             // SAFETY: vector `j`'s entries of coordinate `c ≤ last` (caller).
             (a[j], b[j]) = unsafe {
-                angles_from_entries::<V>(form.row(), v.at.wrapping_add(c * v.stride), dir)
+                angles_from_entries::<V>(form.row(), v.at.wrapping_add(c * v.stride), flips)
             };
         }
         for _ in 0..heads {
@@ -1847,6 +1820,145 @@ unsafe fn tokens_from_entries<V: Stored<E>, E: Element, const N: usize, const A:
                 head = head.add(head_dim);
             }
         }
+    }
+}
+
+/// Where each vector of a head's register form reads its entries, when heads of `head_dim`
+/// values of `E` paired as `pairing` are `V`'s register form and `runs` fall on its whole
+/// vectors, together covering every vector once. `last_row(axis, width, len)`: the last
+/// coordinate whose entries a loop may read from the axis' table (`len` entries, rows of
+/// `width`), `None` to refuse. `None` when any of this fails; vectors past the head's keep a
+/// null `at`.
+#[inline(always)]
+fn entry_vectors<V: Vector, E: Element, const A: usize>(
+    head_dim: usize,
+    pairing: Pairing,
+    runs: &[crate::spec::Run],
+    tables: ([&[[f32; 2]]; A], [usize; A]),
+    last_row: impl Fn(usize, usize, usize) -> Option<usize>,
+) -> Option<[EntryVector; REGISTER_VECTORS]> {
+    let form = Form::of::<E>(pairing.layout);
+    let count = register_vectors::<V>(head_dim, form, pairing.pairs)?;
+    let unit = register_unit::<V>(form);
+    let mut vectors = [EntryVector {
+        at: core::ptr::null(),
+        stride: 0,
+        last: 0,
+        axis: 0,
+    }; REGISTER_VECTORS];
+    // Every vector covered by exactly one run: bit `j` of `seen` for vector `j`.
+    let mut seen = 0u32;
+    for run in runs {
+        let (Some(table), Some(&width)) = (tables.0.get(run.axis), tables.1.get(run.axis)) else {
+            return None;
+        };
+        if !run.first.is_multiple_of(unit) || !run.len.is_multiple_of(unit) {
+            return None;
+        }
+        // The run's entries of every coordinate up to `last` lie inside the table.
+        let last = last_row(run.axis, width, table.len())?;
+        if run
+            .column
+            .checked_add(run.len)
+            .is_none_or(|end| end > width)
+        {
+            return None;
+        }
+        let at = table.as_ptr().cast::<f32>().wrapping_add(2 * run.column);
+        for (k, j) in (run.first / unit..(run.first + run.len) / unit).enumerate() {
+            if j >= count || seen & (1 << j) != 0 {
+                return None;
+            }
+            seen |= 1 << j;
+            vectors[j] = EntryVector {
+                at: at.wrapping_add(2 * k * unit),
+                stride: 2 * width,
+                last,
+                axis: run.axis,
+            };
+        }
+    }
+    (seen == (1u32 << count) - 1).then_some(vectors)
+}
+
+/// [`Kernel::rotate_grid_from_tables`] for heads of exactly `N` vectors: the vectors of the
+/// axes before the last load into registers from the table entries once per line, the last
+/// axis' once per token, and every head is rotated from registers.
+///
+/// # Safety
+///
+/// As for [`rotate_in_registers`]; moreover for each of the first `N` of `vectors`, a
+/// vector's pairs of entries are readable at `at + c · stride` for every coordinate `c` of its
+/// axis in the grid (`origin .. origin + extents`); `line_len` is `extents[A − 1] ·
+/// token_len`, not zero.
+#[allow(clippy::too_many_arguments)]
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+unsafe fn grid_from_entries<V: Stored<E>, E: Element, const N: usize, const A: usize>(
+    x: &mut [E],
+    line_len: usize,
+    token_len: usize,
+    head_dim: usize,
+    form: Form,
+    dir: Direction,
+    vectors: &[EntryVector; REGISTER_VECTORS],
+    origin: [u32; A],
+    extents: [usize; A],
+) {
+    // SAFETY: the instruction set is available (caller).
+    let zero = unsafe { V::splat(0.0) };
+    let (mut a, mut b) = ([zero; N], [zero; N]);
+    // SAFETY: the instruction set is available (caller).
+    let flips = unsafe { sine_flips::<V>(form.row(), dir) };
+    debug_assert!(head_dim != 0 && token_len.is_multiple_of(head_dim));
+    let last = A - 1;
+    let lines = x.len().checked_div(line_len).unwrap_or(0);
+    let tokens = extents[last];
+    let heads = token_len.checked_div(head_dim).unwrap_or(0);
+    // Vector `j` of a token reads its line's entries (`a`, `b` set once a line) unless bit
+    // `j` of `varying` is set: then those at `from[j]` moved on by one coordinate a token
+    // (the last axis has one table: one offset `along` for them all).
+    let (mut varying, mut from, mut stride) = (0u32, [core::ptr::null::<f32>(); N], 0);
+    for j in 0..N {
+        let v = vectors[j];
+        if v.axis == last {
+            varying |= 1 << j;
+            from[j] = v.at.wrapping_add(origin[last] as usize * v.stride);
+            stride = v.stride;
+        }
+    }
+    let mut position = origin;
+    let mut head = x.as_mut_ptr();
+    for _ in 0..lines {
+        for j in 0..N {
+            let v = vectors[j];
+            if varying & (1 << j) == 0 {
+                let p = v.at.wrapping_add(position[v.axis] as usize * v.stride);
+                // SAFETY: vector `j`'s entries of a coordinate in the grid (caller).
+                (a[j], b[j]) = unsafe { angles_from_entries::<V>(form.row(), p, flips) };
+            }
+        }
+        let mut along = 0;
+        for _ in 0..tokens {
+            for j in 0..N {
+                if varying & (1 << j) != 0 {
+                    // SAFETY: as above, the token's coordinate on the last axis.
+                    (a[j], b[j]) = unsafe {
+                        angles_from_entries::<V>(form.row(), from[j].wrapping_add(along), flips)
+                    };
+                }
+            }
+            along += stride;
+            for _ in 0..heads {
+                // SAFETY: the head is `d` values of `x`: the heads of a token, the tokens of a
+                // line and the lines are counted to fit in `x`.
+                unsafe {
+                    head_from_registers::<V, E, N>(head, form, &a, &b);
+                    head = head.add(head_dim);
+                }
+            }
+        }
+        super::engine::next_line(&mut position, origin, extents);
     }
 }
 
@@ -2170,9 +2282,9 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
                     // vector's pairs before the first token's section (`line_table_lead`).
                     $(Some($n) => unsafe {
                         let line_len = line.len();
-                        line_in_registers::<V, E, $n, true>(
-                            line, line_len, token_len, head_dim, form, (ra, rb), 0,
-                            (first, end), shifted,
+                        line_in_registers::<V, E, $n>(
+                            line, line_len, token_len, head_dim, form, (ra, rb), (first, end),
+                            shifted,
                         )
                     },)*
                     // From memory: segments on whole vectors only.
@@ -2212,59 +2324,74 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         tables: ([&[[f32; 2]]; A], [usize; A]),
         positions: I,
     ) -> bool {
-        if head_dim == 0
-            || token_len == 0
-            || !runs_on_register_vectors::<V, E>(head_dim, pairing, runs)
-        {
+        if head_dim == 0 || token_len == 0 {
             return false;
         }
+        let rows = |_, width, len: usize| len.checked_div(width)?.checked_sub(1);
+        let Some(vectors) = entry_vectors::<V, E, A>(head_dim, pairing, runs, tables, rows) else {
+            return false;
+        };
         let form = Form::of::<E>(pairing.layout);
-        let unit = register_unit::<V>(form);
-        let mut vectors = [EntryVector {
-            at: core::ptr::null(),
-            stride: 0,
-            last: 0,
-            axis: 0,
-        }; REGISTER_VECTORS];
-        for run in runs {
-            let (Some(table), Some(&width)) = (tables.0.get(run.axis), tables.1.get(run.axis))
-            else {
-                return false;
-            };
-            // The run's entries of every coordinate lie inside the table.
-            let Some(rows) = table.len().checked_div(width) else {
-                return false;
-            };
-            let end = run.column.checked_add(run.len);
-            if rows == 0 || end.is_none_or(|end| end > width) {
-                return false;
-            }
-            let first = table.as_ptr().cast::<f32>().wrapping_add(2 * run.column);
-            for (k, slot) in vectors
-                .iter_mut()
-                .skip(run.first / unit)
-                .take(run.len / unit)
-                .enumerate()
-            {
-                *slot = EntryVector {
-                    at: first.wrapping_add(2 * k * unit),
-                    stride: 2 * width,
-                    last: rows - 1,
-                    axis: run.axis,
-                };
-            }
-        }
         let pairs = pairing.pairs.min(head_dim / 2);
         macro_rules! registers {
             ($($n:literal)*) => {
                 match register_vectors::<V>(head_dim, form, pairs) {
                     // SAFETY: the instruction set is available (`Simd<V>` only runs inside
                     // its arch file's `run`); the heads are exactly `n` vectors, each covered
-                    // by one run on whole vectors (`runs_on_register_vectors`), whose entries of
+                    // by one run on whole vectors (`entry_vectors`), whose entries of
                     // every coordinate up to `last` are inside its table (checked above).
                     $(Some($n) => unsafe {
                         tokens_from_entries::<V, E, $n, A>(
                             x, token_len, head_dim, form, dir, &vectors, positions,
+                        )
+                    },)*
+                    _ => return false,
+                }
+            };
+        }
+        registers!(1 2 3 4 5 6 7 8);
+        true
+    }
+
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn rotate_grid_from_tables<const A: usize>(
+        x: &mut [E],
+        token_len: usize,
+        head_dim: usize,
+        pairing: Pairing,
+        dir: Direction,
+        runs: &[crate::spec::Run],
+        tables: ([&[[f32; 2]]; A], [usize; A]),
+        (origin, extents): ([u32; A], [usize; A]),
+    ) -> bool {
+        let Some(line_len) = extents[A - 1].checked_mul(token_len) else {
+            return false;
+        };
+        if head_dim == 0 || line_len == 0 {
+            return false;
+        }
+        // Every coordinate of the grid inside every table it reads (no division).
+        let rows = |axis: usize, width: usize, len| {
+            let end = (origin[axis] as usize).checked_add(extents[axis])?;
+            (end != 0 && end.checked_mul(width)? <= len).then(|| end - 1)
+        };
+        let Some(vectors) = entry_vectors::<V, E, A>(head_dim, pairing, runs, tables, rows) else {
+            return false;
+        };
+        let form = Form::of::<E>(pairing.layout);
+        let pairs = pairing.pairs.min(head_dim / 2);
+        macro_rules! registers {
+            ($($n:literal)*) => {
+                match register_vectors::<V>(head_dim, form, pairs) {
+                    // SAFETY: the instruction set is available (`Simd<V>` only runs inside
+                    // its arch file's `run`); the heads are exactly `n` vectors, each covered
+                    // by one run on whole vectors (`entry_vectors`), whose entries of
+                    // every coordinate of the grid are inside its table (checked above).
+                    $(Some($n) => unsafe {
+                        grid_from_entries::<V, E, $n, A>(
+                            x, line_len, token_len, head_dim, form, dir, &vectors, origin,
+                            extents,
                         )
                     },)*
                     _ => return false,
@@ -2359,77 +2486,6 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
                     $(Some($n) => unsafe {
                         tokens_in_registers::<V, E, $n, A>(
                             x, token_len, head_dim, form, [t0, t1], axes, positions,
-                        )
-                    },)*
-                    _ => return false,
-                }
-            };
-        }
-        registers!(1 2 3 4 5 6 7 8);
-        true
-    }
-
-    #[cfg_attr(debug_assertions, inline)]
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    fn rotate_grid_split(
-        x: &mut [E],
-        lines: usize,
-        line_len: usize,
-        token_len: usize,
-        head_dim: usize,
-        pairing: Pairing,
-        (rows, (row_first, row_len)): (&Row, (usize, usize)),
-        (table, (first, len)): (&Row, (usize, usize)),
-    ) -> bool {
-        let form = Form::of::<E>(pairing.layout);
-        let layout = form.row();
-        let pairs = pairing.pairs.min(head_dim / 2).min(row_pairs(layout));
-        let (end, row_end) = (first + len, row_first + row_len);
-        // The two sections together are every pair, so that each vector of a head reads one
-        // of the two tables.
-        let covers = (row_first == 0 && row_end == first && end == pairs)
-            || (first == 0 && end == row_first && row_end == pairs);
-        let fits = line_fits(line_len, token_len, len, table.pairs(layout));
-        // At most `lines` lines are rotated: the rows table holds no more.
-        let whole = lines.checked_mul(line_len).map(|n| n.min(x.len()));
-        let (Some(whole), true) = (whole, lines.saturating_mul(row_len) <= rows.pairs(layout))
-        else {
-            return false;
-        };
-        if token_len == 0
-            || !covers
-            || !fits
-            || !splits::<V, E>(pairing, first, len)
-            || !splits::<V, E>(pairing, row_first, row_len)
-        {
-            return false;
-        }
-        let x = x.get_mut(..whole).unwrap_or(&mut []);
-        let scale = floats_per_pair(layout);
-        // Line `l` reads the rows table's pairs `l·row_len ..` for pairs `row_first ..` (its
-        // arrays shifted as `token_sections` shifts the table's), token `t` the table's pairs
-        // `t·len ..` for pairs `first ..`.
-        let (ra, rb) = (rows.a.as_ptr().cast::<f32>(), rows.b.as_ptr().cast::<f32>());
-        let row0 = (
-            ra.wrapping_sub(scale * row_first),
-            rb.wrapping_sub(scale * row_first),
-        );
-        let row_step = scale * row_len * size_of::<f32>();
-        let shifted = token_sections(table, layout, 0, (first, len));
-        macro_rules! registers {
-            ($($n:literal)*) => {
-                match register_vectors::<V>(head_dim, form, pairs) {
-                    // SAFETY: the instruction set is available (`Simd<V>` only runs inside
-                    // its arch file's `run`); the heads are exactly `n` vectors; every vector
-                    // of a head lies in one of the two sections (`covers`), on whole vectors
-                    // (`splits`); the floats of the rows table's `lines·row_len` pairs and of
-                    // the table's `tokens·len` are initialised (`Row::pairs`, `fits`), and at
-                    // most `lines` lines of at most `table.pairs(layout) / len` tokens are
-                    // rotated.
-                    $(Some($n) => unsafe {
-                        line_in_registers::<V, E, $n, false>(
-                            x, line_len, token_len, head_dim, form, row0, row_step,
-                            (first, end), shifted,
                         )
                     },)*
                     _ => return false,
