@@ -2,8 +2,9 @@
 //!
 //! - [`Tables`]: per-axis tables. Plans of [`Sections`](crate::Sections) stream: every
 //!   token of a grid line (all coordinates fixed but the last) shares the entries of the
-//!   other axes' sections, prepared once per line (with one such section, as in 2-D axial,
-//!   once per grid), and adds its own last-axis section.
+//!   other axes' sections, read once per line (by the kernel's grid loop from the tables when
+//!   every section falls on whole register vectors, else staged in a row), and adds its own
+//!   last-axis section.
 //!   Tokens off a grid take their sections one by one. Other plans (interleaved M-RoPE,
 //!   explicit per-pair axes) gather each token's entries pair by pair. RoPE-Mixed sums two
 //!   axes' angles per head.
@@ -479,6 +480,8 @@ impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
         if self.runs.is_empty() {
             return;
         }
+        // Row kernels whose register form takes every section on whole vectors: the kernel's
+        // grid loop, straight from the tables (no table prepared; any number of axes).
         if sink.rows
             && K::rotate_grid_from_tables(
                 x,

@@ -7,7 +7,9 @@
 //! half layout: cosines and signed sines de-interleaved — and every head of the token is then
 //! rotated in address order (heads outer, pairs inner), the row re-read from L1. Tokens at
 //! explicit positions whose heads fit the register form read their angles from the table
-//! entries straight into registers instead ([`Kernel::rotate_tokens_from_tables`]). Every
+//! entries straight into registers instead ([`Kernel::rotate_tokens_from_tables`]), and so do
+//! grids, a line's shared vectors once per line and the last axis' once per token
+//! ([`Kernel::rotate_grid_from_tables`]). Every
 //! output is `fl(a·c ∓ fl(b·s))` with one fused product, so every backend built on this
 //! module gives the same bits.
 //!
@@ -34,11 +36,11 @@ use crate::element::{Element, sealed::Format};
 
 /// Interleaved pairs a [`Row`] holds (two floats each; [`row_pairs`] for either layout):
 /// rotary dimensions up to 1 024 (longer heads take the kernel's [`Kernel::rotate_pairs`]
-/// run by run), and a grid's angles prepared once for every line (a line's tokens × the line
-/// axis' pairs; for 2-D, also the lines × the other axis' pairs): 32×32 at d = 64 rotates in
-/// one pass, 1.84 → 1.33 × stream on a Zen 4 (`medium`; 256 pairs took it token by token). A
-/// row is 8 320 bytes; a call keeps up to three on the stack (each 4 KiB of frame is a page
-/// probe per call: 1 024 pairs took `tiny` to 1.14× the time).
+/// run by run), and a grid line's varying section prepared once for every line (a line's
+/// tokens × the line axis' pairs, for sections that share a vector; those on whole vectors
+/// read the table entries, [`Kernel::rotate_grid_from_tables`]). A row is 8 320 bytes; a
+/// call keeps up to three on the stack (each 4 KiB of frame is a page probe per call: 1 024
+/// pairs took `tiny` to 1.14× the time).
 pub(super) const ROW_PAIRS: usize = 512;
 
 /// Pairs a [`Row`] holds in `layout`'s form: [`ROW_PAIRS`] interleaved, twice as many in the
