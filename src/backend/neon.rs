@@ -21,11 +21,11 @@ use core::arch::aarch64::{
 };
 
 use core::arch::aarch64::{
-    uint16x4_t, vaddq_u32, vandq_u32, vbslq_u32, veorq_u32, vcgtq_u32, vcombine_s16, vcvtnq_s32_f32,
-    vcvtq_f32_s32, vdup_n_u32, vdupq_n_u32, vget_lane_u32, vget_low_s16, vld1_s16, vld1_u16,
-    vmovl_s8, vmovl_s16, vmovn_u32, vorrq_u32, vqmovn_s16, vqmovn_s32, vreinterpret_s8_u32,
-    vreinterpret_u32_s8, vreinterpretq_f32_u32, vreinterpretq_u32_f32, vshll_n_u16, vshrq_n_u32,
-    vst1_s16, vst1_u16,
+    uint16x4_t, vaddq_u32, vandq_u32, vbslq_u32, vcgtq_u32, vcombine_s16, vcvtnq_s32_f32,
+    vcvtq_f32_s32, vdup_n_u32, vdupq_n_u32, veorq_u32, vget_lane_u32, vget_low_s16, vld1_s16,
+    vld1_u16, vmovl_s8, vmovl_s16, vmovn_u32, vorrq_u32, vqmovn_s16, vqmovn_s32,
+    vreinterpret_s8_u32, vreinterpret_u32_s8, vreinterpretq_f32_u32, vreinterpretq_u32_f32,
+    vshll_n_u16, vshrq_n_u32, vst1_s16, vst1_u16,
 };
 
 use core::arch::aarch64::{vld1q_u32, vshlq_n_u32, vsriq_n_u32, vst1q_u32};

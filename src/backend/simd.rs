@@ -1872,12 +1872,14 @@ fn entry_vectors<V: Vector, E: Element, const A: usize>(
                 return None;
             }
             seen |= 1 << j;
-            vectors[j] = EntryVector {
-                at: at.wrapping_add(2 * k * unit),
-                stride: 2 * width,
-                last,
-                axis: run.axis,
-            };
+            if let Some(slot) = vectors.get_mut(j) {
+                *slot = EntryVector {
+                    at: at.wrapping_add(2 * k * unit),
+                    stride: 2 * width,
+                    last,
+                    axis: run.axis,
+                };
+            }
         }
     }
     (seen == (1u32 << count) - 1).then_some(vectors)
