@@ -340,7 +340,8 @@ fn axial_2d_every_entry_point() {
     }
 }
 
-/// Small axial grids of small heads (the one-pass and whole-grid kernel paths), many tokens.
+/// Small axial grids of small heads (the kernels' grid loops: from the tables where the
+/// sections fall on whole vectors, the line loop where they do not), many tokens.
 #[test]
 fn axial_grid_small_dims_both_orders() {
     let mut rng = Rng(2);
@@ -986,10 +987,12 @@ fn sections_on_256_bit_vectors_only() {
 
 /// A SIMD kernel's row holds 1 024 floats of each array: 512 interleaved pairs, 1 024 in the
 /// half layout. Both sides of each limit, both layouts: one head of 511 … 1 025 pairs (1-D),
-/// grid lines and rows of the 2-D one-pass loop at and past it, 3-D lines (video sections)
-/// past the interleaved limit, and Qwen2-VL M-RoPE's image lines of 24 tokens × 24 pairs
-/// (576; `mrope_text`'s). Every backend against scalar; `avx512` bit for bit `avx2`. Under
-/// Miri, one half-layout head and one short half-layout grid past the interleaved limit.
+/// grid lines at and past it (d = 64, whose sections fall on whole vectors: the grid loop
+/// from the tables on x86, the line loop where heads are not the register form; d = 40,
+/// whose sections do not: the line loop everywhere), 3-D lines (video sections) past the
+/// interleaved limit, and Qwen2-VL M-RoPE's image lines of 24 tokens × 24 pairs (576;
+/// `mrope_text`'s). Every backend against scalar; `avx512` bit for bit `avx2`. Under Miri,
+/// one half-layout head and one short half-layout grid past the interleaved limit.
 #[test]
 fn rows_at_and_past_their_capacity() {
     let mut rng = Rng(17);
@@ -1054,11 +1057,44 @@ fn rows_at_and_past_their_capacity() {
                 });
             }
         }
+        // d = 40: 10-pair sections, inside the vectors of every SIMD width, so the grid loop
+        // from the tables refuses them and the line loop takes them. Lines of 25 and 26
+        // tokens (500 and 520 pairs) around the interleaved limit, 51 and 52 (1 020 and
+        // 1 040) around the half layout's.
+        let sides = match layout {
+            Layout::Interleaved => [25, 26],
+            Layout::Half => [51, 52],
+        };
+        for side in miri_or(sides.to_vec(), vec![]) {
+            let extents = [3, side];
+            let spec = preset::axial(40, layout, AxisOrder::RowFirst, 100.0);
+            let mut store = storage(&spec, extents);
+            let table = Table::build(&mut store, &spec, extents).unwrap();
+            let p = Pairing {
+                layout,
+                d: 40,
+                pairs: spec.pairs(),
+            };
+            let x = rng.values(extents[0] * extents[1] * 2 * 40);
+            for &dir in dirs(layout) {
+                let what = format!("grid {extents:?} d=40 {layout:?} {dir:?}");
+                compare_and_avx512_is_avx2(p, &x, &what, &|b, buf| {
+                    table
+                        .with_backend(b)
+                        .unwrap()
+                        .rotate(buf, Shape::heads(2), Grid::new(extents), dir)
+                        .unwrap()
+                });
+            }
+        }
     }
     if cfg!(miri) {
         return;
     }
-    // 3-D lines of 40 tokens × 16 pairs (640): the line loop in the half layout only.
+    // 3-D lines of 40 tokens × 16 pairs (640): past the interleaved limit, within the half
+    // layout's. Sections of 32/16/16 pairs: the grid loop from the tables where they fall on
+    // whole vectors of the register form (`avx512`; `avx2` in the half layout), else the
+    // line loop in the half layout and token by token in the interleaved one.
     for layout in LAYOUTS {
         let spec = Spec::new(
             128,

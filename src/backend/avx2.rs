@@ -688,3 +688,70 @@ unsafe fn rounded_below(v: __m256, hi: f32) -> __m256i {
         _mm256_cvtps_epi32(_mm256_min_ps(v, _mm256_set1_ps(hi)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::super::{Kernel, Pairing};
+    use super::{Simd, V};
+    use crate::config::{Direction, Layout};
+    use crate::spec::Run;
+
+    /// The grid loop from the tables rotates a grid's buffer, and refuses, touching nothing,
+    /// a buffer of more lines than the grid (its coordinates would step past the grid and the
+    /// tables) and a grid that reaches past a table. The engine never asks for either: this
+    /// holds the safe function to its contract by itself.
+    #[test]
+    fn grid_from_tables_refuses_what_lies_past_the_grid() {
+        if !super::is_available() {
+            return;
+        }
+        // d = 16, interleaved: two 8-lane vectors a head; pairs 0–3 on axis 0, 4–7 on axis 1.
+        let pairing = Pairing {
+            layout: Layout::Interleaved,
+            pairs: 8,
+        };
+        let runs = [
+            Run {
+                first: 0,
+                axis: 0,
+                column: 0,
+                len: 4,
+            },
+            Run {
+                first: 4,
+                axis: 1,
+                column: 0,
+                len: 4,
+            },
+        ];
+        // Two coordinates on axis 0, three on axis 1, four entries each.
+        let (rows, columns) = ([[0.6f32, 0.8]; 2 * 4], [[0.8f32, 0.6]; 3 * 4]);
+        let tables = ([&rows[..], &columns[..]], [4, 4]);
+        // (origin, extents, lines of 3 tokens in the buffer, rotated)
+        let cases = [
+            ([0, 0], [2, 3], 2, true),
+            ([0, 0], [2, 3], 1, true),
+            ([1, 0], [1, 3], 1, true),
+            ([0, 0], [2, 3], 3, false),
+            ([0, 0], [1, 3], 2, false),
+            ([1, 0], [2, 3], 2, false),
+            ([0, 1], [2, 3], 2, false),
+        ];
+        for (origin, extents, lines, rotates) in cases {
+            let mut x = std::vec![1.0f32; lines * 3 * 16];
+            let ran = <Simd<V, f32> as Kernel>::rotate_grid_from_tables(
+                &mut x,
+                16,
+                16,
+                pairing,
+                Direction::Forward,
+                &runs,
+                tables,
+                (origin, extents),
+            );
+            assert_eq!(ran, rotates, "origin {origin:?}, {lines} lines");
+            assert_eq!(x.iter().all(|&v| v == 1.0), !rotates, "origin {origin:?}");
+        }
+    }
+}

@@ -102,10 +102,10 @@ pub(crate) trait Kernel {
     /// Rotates the tokens of a grid of `extents` from `origin`, row-major (`token_len` values
     /// each), every pair read straight from the tables' entries like
     /// [`rotate_tokens_from_tables`](Kernel::rotate_tokens_from_tables): the vectors of the
-    /// axes before the last once per line, the last axis' per token, nothing prepared. When
-    /// the `runs` fall on whole vectors of the kernel's register form, together cover every
-    /// pair once and the grid lies inside the tables. Returns `false`, touching nothing, when
-    /// the kernel cannot.
+    /// axes before the last once per line, the last axis' per token, nothing prepared. It
+    /// rotates when the `runs` fall on whole vectors of the kernel's register form and
+    /// together cover every pair once, the grid lies inside the tables and `x` holds at most
+    /// the grid's tokens; otherwise it returns `false`, touching nothing.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn rotate_grid_from_tables<const A: usize>(

@@ -1304,8 +1304,8 @@ fn splits<V: Vector, E: Element>(pairing: Pairing, first: usize, len: usize) -> 
 }
 
 /// Whether every one of `runs` starts and ends on a whole vector of `V`'s register form
-/// ([`splits`]): then the grid loops prepare each section once per grid, and the token loops
-/// read the tables straight into registers.
+/// ([`splits`]): then the grid and token loops read the table entries straight into
+/// registers ([`grid_from_entries`], [`tokens_from_entries`]).
 #[cfg(all(target_arch = "x86_64", feature = "avx2", feature = "avx512"))]
 #[inline(always)]
 pub(super) fn splits_runs<V: Stored<E>, E: Element>(
@@ -1556,8 +1556,8 @@ unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize>(
     // SAFETY: the instruction set is available (caller).
     let owned = unsafe { lane_masks::<V, N>(shared, (from, to)) };
     let (mut ka, mut kb) = ([zero; N], [zero; N]);
-    // Counted loops over one pointer: a small grid's token is a few vectors (`tiny`'s, two
-    // heads of two), so the loops' own instructions are a good part of each token's. A token
+    // Counted loops over one pointer: a small grid's token is a few vectors (two heads of
+    // two, say), so the loops' own instructions are a good part of each token's. A token
     // is a whole number of heads (`heads · head_dim`, `apply`), so the heads of a line's
     // tokens follow each other.
     debug_assert!(head_dim != 0 && token_len.is_multiple_of(head_dim));
@@ -1567,8 +1567,8 @@ unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize>(
     let mut line = lines.as_mut_ptr();
     for _ in 0..line_count {
         // The row's vectors, once for the whole line: reloading them for every token made a
-        // small grid's token loop load-bound (Zen 4, with the tables staged once: `tiny`
-        // 281 → 232 ns, `vit_s` 3.51 → 3.16 µs).
+        // small grid's token loop load-bound (Zen 4, measured when `tiny` and `vit_s` took
+        // this loop: 281 → 232 ns and 3.51 → 3.16 µs).
         for j in 0..N {
             if !in_section(j) || shared & (1 << j) != 0 {
                 // SAFETY: vector `j` of this line's row (caller).
@@ -1717,9 +1717,10 @@ unsafe fn tokens_in_registers<V: Stored<E>, E: Element, const N: usize, const A:
     }
 }
 
-/// Where vector `j` of a token's register form reads its table entries
-/// ([`tokens_from_entries`]): `[cos, sin]` floats at `at + c · stride` for the token's
-/// coordinate `c` on `axis`, clamped to `last`.
+/// Where vector `j` of a token's register form reads its table entries: `[cos, sin]` floats
+/// at `at + c · stride` for the token's coordinate `c` on `axis`, which
+/// [`tokens_from_entries`] clamps to `last` and [`grid_from_entries`] takes from the grid
+/// (whose coordinates its caller checked against the tables).
 #[derive(Clone, Copy)]
 struct EntryVector {
     at: *const f32,
@@ -1894,7 +1895,8 @@ fn entry_vectors<V: Vector, E: Element, const A: usize>(
 /// As for [`rotate_in_registers`]; moreover for each of the first `N` of `vectors`, a
 /// vector's pairs of entries are readable at `at + c · stride` for every coordinate `c` of its
 /// axis in the grid (`origin .. origin + extents`); `line_len` is `extents[A − 1] ·
-/// token_len`, not zero.
+/// token_len`, not zero; `x` holds at most the grid's lines (`line_len` times the product of
+/// the other extents), so every line rotated is one of the grid's.
 #[allow(clippy::too_many_arguments)]
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
@@ -2372,7 +2374,14 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         let Some(line_len) = extents[A - 1].checked_mul(token_len) else {
             return false;
         };
-        if head_dim == 0 || line_len == 0 {
+        // At most the grid's lines: the loop's coordinates stay inside the grid.
+        let Some(grid_len) = extents[..A - 1]
+            .iter()
+            .try_fold(line_len, |n, &e| n.checked_mul(e))
+        else {
+            return false;
+        };
+        if head_dim == 0 || line_len == 0 || x.len() > grid_len {
             return false;
         }
         // Every coordinate of the grid inside every table it reads (no division).
@@ -2391,7 +2400,8 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
                     // SAFETY: the instruction set is available (`Simd<V>` only runs inside
                     // its arch file's `run`); the heads are exactly `n` vectors, each covered
                     // by one run on whole vectors (`entry_vectors`), whose entries of
-                    // every coordinate of the grid are inside its table (checked above).
+                    // every coordinate of the grid are inside its table, and `x` holds at
+                    // most the grid's lines (both checked above).
                     $(Some($n) => unsafe {
                         grid_from_entries::<V, E, $n, A>(
                             x, line_len, token_len, head_dim, form, dir, &vectors, origin,
