@@ -989,7 +989,7 @@ fn sections_on_256_bit_vectors_only() {
 /// half layout. Both sides of each limit, both layouts: one head of 511 … 1 025 pairs (1-D),
 /// grid lines at and past it (d = 64, whose sections fall on whole vectors: the grid loop
 /// from the tables on x86, the line loop where heads are not the register form; d = 40,
-/// whose sections do not: the line loop everywhere), 3-D lines (video sections) past the
+/// whose sections do not: the line loop on every backend), 3-D lines (video sections) past the
 /// interleaved limit, and Qwen2-VL M-RoPE's image lines of 24 tokens × 24 pairs (576;
 /// `mrope_text`'s). Every backend against scalar; `avx512` bit for bit `avx2`. Under Miri,
 /// one half-layout head and one short half-layout grid past the interleaved limit.
@@ -1057,10 +1057,11 @@ fn rows_at_and_past_their_capacity() {
                 });
             }
         }
-        // d = 40: 10-pair sections, inside the vectors of every SIMD width, so the grid loop
-        // from the tables refuses them and the line loop takes them. Lines of 25 and 26
-        // tokens (500 and 520 pairs) around the interleaved limit, 51 and 52 (1 020 and
-        // 1 040) around the half layout's.
+        // d = 40: 10-pair sections, which no backend's grid loop from the tables takes (they
+        // fall inside its vectors, or NEON's interleaved head is ten vectors, past the eight
+        // of the register form), so the line loop takes the lines that fit its row. Lines of
+        // 25 and 26 tokens (500 and 520 pairs) around the interleaved limit, 51 and 52
+        // (1 020 and 1 040) around the half layout's.
         let sides = match layout {
             Layout::Interleaved => [25, 26],
             Layout::Half => [51, 52],
