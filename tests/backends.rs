@@ -1032,58 +1032,41 @@ fn rows_at_and_past_their_capacity() {
                 }
             }
         }
-        // d = 64: 16-pair sections, whole 512-bit vectors in both layouts. Lines of 32, 33,
-        // 64 and 65 tokens (512, 528, 1 024 and 1 040 pairs), as many lines (the rows).
-        let sides = miri_or(vec![32, 33, 64, 65], vec![33]);
-        for side in sides {
-            let extents = miri_or([side, side], [2, side]);
-            let spec = preset::axial(64, layout, AxisOrder::RowFirst, 100.0);
-            let mut store = storage(&spec, extents);
-            let table = Table::build(&mut store, &spec, extents).unwrap();
-            let p = Pairing {
-                layout,
-                d: 64,
-                pairs: spec.pairs(),
-            };
-            let x = rng.values(extents[0] * extents[1] * 64);
-            for &dir in dirs(layout) {
-                let what = format!("grid {extents:?} {layout:?} {dir:?}");
-                compare_and_avx512_is_avx2(p, &x, &what, &|b, buf| {
-                    table
-                        .with_backend(b)
-                        .unwrap()
-                        .rotate(buf, Shape::heads(1), Grid::new(extents), dir)
-                        .unwrap()
-                });
-            }
-        }
-        // d = 40: 10-pair sections, which no backend's grid loop from the tables takes (they
-        // fall inside its vectors, or NEON's interleaved head is ten vectors, past the eight
-        // of the register form), so the line loop takes the lines that fit its row. Lines of
-        // 25 and 26 tokens (500 and 520 pairs) around the interleaved limit, 51 and 52
-        // (1 020 and 1 040) around the half layout's.
-        let sides = match layout {
+        // d = 64, one head: 16-pair sections, whole 512-bit vectors in both layouts. Lines of
+        // 32, 33, 64 and 65 tokens (512, 528, 1 024 and 1 040 pairs), as many lines (the
+        // rows).
+        let whole = miri_or(vec![32, 33, 64, 65], vec![33])
+            .into_iter()
+            .map(|side| (64, 1, miri_or([side, side], [2, side])));
+        // d = 40, two heads: 10-pair sections, which no backend's grid loop from the tables
+        // takes (they fall inside its vectors, or NEON's interleaved head is ten vectors, past
+        // the eight of the register form), so the line loop takes the lines that fit its row.
+        // Lines of 25 and 26 tokens (500 and 520 pairs) around the interleaved limit, 51 and
+        // 52 (1 020 and 1 040) around the half layout's.
+        let inside = match layout {
             Layout::Interleaved => [25, 26],
             Layout::Half => [51, 52],
         };
-        for side in miri_or(sides.to_vec(), vec![]) {
-            let extents = [3, side];
-            let spec = preset::axial(40, layout, AxisOrder::RowFirst, 100.0);
+        let inside = miri_or(inside.to_vec(), vec![])
+            .into_iter()
+            .map(|side| (40, 2, [3, side]));
+        for (d, heads, extents) in whole.chain(inside) {
+            let spec = preset::axial(d, layout, AxisOrder::RowFirst, 100.0);
             let mut store = storage(&spec, extents);
             let table = Table::build(&mut store, &spec, extents).unwrap();
             let p = Pairing {
                 layout,
-                d: 40,
+                d,
                 pairs: spec.pairs(),
             };
-            let x = rng.values(extents[0] * extents[1] * 2 * 40);
+            let x = rng.values(extents[0] * extents[1] * heads * d);
             for &dir in dirs(layout) {
-                let what = format!("grid {extents:?} d=40 {layout:?} {dir:?}");
+                let what = format!("grid {extents:?} d={d} {layout:?} {dir:?}");
                 compare_and_avx512_is_avx2(p, &x, &what, &|b, buf| {
                     table
                         .with_backend(b)
                         .unwrap()
-                        .rotate(buf, Shape::heads(2), Grid::new(extents), dir)
+                        .rotate(buf, Shape::heads(heads), Grid::new(extents), dir)
                         .unwrap()
                 });
             }
