@@ -1268,6 +1268,25 @@ unsafe fn split_step<V: Bf16Pairs>(p: *mut u16, c: V, s: V) {
 /// Most vectors of angles a head may take in registers ([`rotate_in_registers`]).
 pub(super) const REGISTER_VECTORS: usize = 8;
 
+/// `$body` with the constant `$n` set to `count` when [`register_vectors`] found a head of
+/// 1 ..= [`REGISTER_VECTORS`] vectors (each loop instantiated per count, its angles in
+/// arrays of registers), else `$other`: one dispatch for every register-form loop.
+macro_rules! with_register_count {
+    ($count:expr, $n:ident => $body:expr, _ => $other:expr $(,)?) => {
+        with_register_count!(@arms $count, $n, $body, $other; 1 2 3 4 5 6 7 8)
+    };
+    (@arms $count:expr, $n:ident, $body:expr, $other:expr; $($k:literal)*) => {{
+        const _: () = assert!(REGISTER_VECTORS == 8);
+        match $count {
+            $(Some($k) => {
+                const $n: usize = $k;
+                $body
+            })*
+            _ => $other,
+        }
+    }};
+}
+
 /// `Some(N)` when `V`'s loops hold a head's angles in `N` registers of each array
 /// ([`rotate_in_registers`], [`line_in_registers`]): the rotated pairs are the whole head
 /// (full rotary) and fill `N ≤ REGISTER_VECTORS` whole vectors — `N · LANES` floats
@@ -1983,25 +2002,18 @@ unsafe fn rotate<V: Stored<E>, E: Element>(
     pairs: usize,
     angles: Angles,
 ) {
-    macro_rules! registers {
-        ($($n:literal)*) => {
-            match register_vectors::<V>(head_dim, form, pairs) {
-                // SAFETY: the heads are exactly `n` vectors (`register_vectors`); the rest as
-                // the caller guarantees.
-                $(Some($n) => unsafe {
-                    rotate_in_registers::<V, E, $n>(x, head_dim, form, angles)
-                },)*
-                _ => {
-                    let (segments, count) = angles.segments(pairs);
-                    let segments = segments.get(..count).unwrap_or(&[]);
-                    // SAFETY: as the caller guarantees.
-                    unsafe { rotate_segments::<V, E>(x, head_dim, form, pairs, segments) }
-                }
-            }
-        };
-    }
-    const _: () = assert!(REGISTER_VECTORS == 8);
-    registers!(1 2 3 4 5 6 7 8)
+    with_register_count!(
+        register_vectors::<V>(head_dim, form, pairs),
+        // SAFETY: the heads are exactly `N` vectors (`register_vectors`); the rest as the
+        // caller guarantees.
+        N => unsafe { rotate_in_registers::<V, E, N>(x, head_dim, form, angles) },
+        _ => {
+            let (segments, count) = angles.segments(pairs);
+            let segments = segments.get(..count).unwrap_or(&[]);
+            // SAFETY: as the caller guarantees.
+            unsafe { rotate_segments::<V, E>(x, head_dim, form, pairs, segments) }
+        },
+    )
 }
 
 /// `[cos, sin]` of `α + β` for each pair of `a` and `b` into `out`, exactly as scalar forms
@@ -2277,37 +2289,34 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         }
         let (ra, rb) = (row.a.as_ptr().cast::<f32>(), row.b.as_ptr().cast::<f32>());
         let shifted = token_sections(table, layout, lead, (first, len));
-        macro_rules! registers {
-            ($($n:literal)*) => {
-                match register_vectors::<V>(head_dim, form, pairs) {
-                    // SAFETY: the instruction set is available (`Simd<V>` only runs inside
-                    // its arch file's `run`); the heads are exactly `n` vectors; the floats of
-                    // the row's `pairs` pairs and of the table's `lead + tokens·len` (and the
-                    // padding after each) are initialised (`Row::pairs`, `line_fits`); `first`
-                    // and `end` are multiples of a vector (`lead` 0), or the table has a
-                    // vector's pairs before the first token's section (`line_table_lead`).
-                    $(Some($n) => unsafe {
-                        let line_len = line.len();
-                        line_in_registers::<V, E, $n>(
-                            line, line_len, token_len, head_dim, form, (ra, rb), (first, end),
-                            shifted,
-                        )
-                    },)*
-                    // From memory: segments on whole vectors only.
-                    _ if lead != 0 => return false,
-                    _ => {
-                        for (t, token) in super::Tokens::new(line, token_len).enumerate() {
-                            let angles = Angles { a: ra, b: rb, first, end, split: shifted(t) };
-                            let (segments, count) = angles.segments(pairs);
-                            let segments = segments.get(..count).unwrap_or(&[]);
-                            // SAFETY: as above, from memory.
-                            unsafe { rotate_segments::<V, E>(token, head_dim, form, pairs, segments) }
-                        }
-                    }
+        with_register_count!(
+            register_vectors::<V>(head_dim, form, pairs),
+            // SAFETY: the instruction set is available (`Simd<V>` only runs inside its arch
+            // file's `run`); the heads are exactly `N` vectors; the floats of the row's
+            // `pairs` pairs and of the table's `lead + tokens·len` (and the padding after
+            // each) are initialised (`Row::pairs`, `line_fits`); `first` and `end` are
+            // multiples of a vector (`lead` 0), or the table has a vector's pairs before the
+            // first token's section (`line_table_lead`).
+            N => unsafe {
+                let line_len = line.len();
+                line_in_registers::<V, E, N>(
+                    line, line_len, token_len, head_dim, form, (ra, rb), (first, end), shifted,
+                )
+            },
+            _ => {
+                // From memory: segments on whole vectors only.
+                if lead != 0 {
+                    return false;
                 }
-            };
-        }
-        registers!(1 2 3 4 5 6 7 8);
+                for (t, token) in super::Tokens::new(line, token_len).enumerate() {
+                    let angles = Angles { a: ra, b: rb, first, end, split: shifted(t) };
+                    let (segments, count) = angles.segments(pairs);
+                    let segments = segments.get(..count).unwrap_or(&[]);
+                    // SAFETY: as above, from memory.
+                    unsafe { rotate_segments::<V, E>(token, head_dim, form, pairs, segments) }
+                }
+            },
+        );
         true
     }
 
@@ -2339,23 +2348,19 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         };
         let form = Form::of::<E>(pairing.layout);
         let pairs = pairing.pairs.min(head_dim / 2);
-        macro_rules! registers {
-            ($($n:literal)*) => {
-                match register_vectors::<V>(head_dim, form, pairs) {
-                    // SAFETY: the instruction set is available (`Simd<V>` only runs inside
-                    // its arch file's `run`); the heads are exactly `n` vectors, each covered
-                    // by one run on whole vectors (`entry_vectors`), whose entries of
-                    // every coordinate up to `last` are inside its table (checked above).
-                    $(Some($n) => unsafe {
-                        tokens_from_entries::<V, E, $n, A>(
-                            x, token_len, head_dim, form, dir, &vectors, positions,
-                        )
-                    },)*
-                    _ => return false,
-                }
-            };
-        }
-        registers!(1 2 3 4 5 6 7 8);
+        with_register_count!(
+            register_vectors::<V>(head_dim, form, pairs),
+            // SAFETY: the instruction set is available (`Simd<V>` only runs inside its arch
+            // file's `run`); the heads are exactly `N` vectors, each covered by one run on
+            // whole vectors (`entry_vectors`), whose entries of every coordinate up to
+            // `last` are inside its table (checked above).
+            N => unsafe {
+                tokens_from_entries::<V, E, N, A>(
+                    x, token_len, head_dim, form, dir, &vectors, positions,
+                )
+            },
+            _ => return false,
+        );
         true
     }
 
@@ -2394,25 +2399,20 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         };
         let form = Form::of::<E>(pairing.layout);
         let pairs = pairing.pairs.min(head_dim / 2);
-        macro_rules! registers {
-            ($($n:literal)*) => {
-                match register_vectors::<V>(head_dim, form, pairs) {
-                    // SAFETY: the instruction set is available (`Simd<V>` only runs inside
-                    // its arch file's `run`); the heads are exactly `n` vectors, each covered
-                    // by one run on whole vectors (`entry_vectors`), whose entries of
-                    // every coordinate of the grid are inside its table, and `x` holds at
-                    // most the grid's lines (both checked above).
-                    $(Some($n) => unsafe {
-                        grid_from_entries::<V, E, $n, A>(
-                            x, line_len, token_len, head_dim, form, dir, &vectors, origin,
-                            extents,
-                        )
-                    },)*
-                    _ => return false,
-                }
-            };
-        }
-        registers!(1 2 3 4 5 6 7 8);
+        with_register_count!(
+            register_vectors::<V>(head_dim, form, pairs),
+            // SAFETY: the instruction set is available (`Simd<V>` only runs inside its arch
+            // file's `run`); the heads are exactly `N` vectors, each covered by one run on
+            // whole vectors (`entry_vectors`), whose entries of every coordinate of the grid
+            // are inside its table, and `x` holds at most the grid's lines (both checked
+            // above).
+            N => unsafe {
+                grid_from_entries::<V, E, N, A>(
+                    x, line_len, token_len, head_dim, form, dir, &vectors, origin, extents,
+                )
+            },
+            _ => return false,
+        );
         true
     }
 
@@ -2490,23 +2490,19 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         let [Some(t0), Some(t1)] = split else {
             return false;
         };
-        macro_rules! registers {
-            ($($n:literal)*) => {
-                match register_vectors::<V>(head_dim, form, pairs) {
-                    // SAFETY: the instruction set is available (`Simd<V>` only runs inside
-                    // its arch file's `run`); the heads are exactly `n` vectors; the two
-                    // sections are every pair once (`covers`); each table's vectors of a
-                    // coordinate below its `count` are initialised (`Row::pairs`, `room`).
-                    $(Some($n) => unsafe {
-                        tokens_in_registers::<V, E, $n, A>(
-                            x, token_len, head_dim, form, [t0, t1], axes, positions,
-                        )
-                    },)*
-                    _ => return false,
-                }
-            };
-        }
-        registers!(1 2 3 4 5 6 7 8);
+        with_register_count!(
+            register_vectors::<V>(head_dim, form, pairs),
+            // SAFETY: the instruction set is available (`Simd<V>` only runs inside its arch
+            // file's `run`); the heads are exactly `N` vectors; the two sections are every
+            // pair once (`covers`); each table's vectors of a coordinate below its `count`
+            // are initialised (`Row::pairs`, `room`).
+            N => unsafe {
+                tokens_in_registers::<V, E, N, A>(
+                    x, token_len, head_dim, form, [t0, t1], axes, positions,
+                )
+            },
+            _ => return false,
+        );
         true
     }
 
