@@ -410,7 +410,7 @@ rope2d_status rope2d_table_storage_len(const struct rope2d_spec *spec,
 // Builds the tables of `spec` for coordinates `0 .. extents[a]` on each axis into
 // `storage` (`entries` `[cos, sin]` pairs: `2 · entries` floats, exactly
 // `rope2d_table_storage_len`), and the rotation that uses them into `out`. The storage must
-// stay alive and unchanged while `out` is used.
+// stay alive and unchanged while `out` is used; `out` inside it is `ROPE2D_ERROR_OVERLAP`.
 //
 // # Safety
 // Pointers are null or valid for their lengths: `spec` readable, `extents` `axes` readable

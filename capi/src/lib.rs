@@ -18,7 +18,8 @@
 //! on success, else a code naming the problem (`rope2d_status_message`); on error nothing has
 //! been written, neither buffers nor handles. No function panics or unwinds into C.
 //!
-//! The element type is `float`: the only one the crate rotates today.
+//! Buffers are `float`, or, through the `_elem` calls, any element type the crate rotates
+//! (`ROPE2D_F32`, `ROPE2D_F16`, `ROPE2D_BF16`, `ROPE2D_I16`, `ROPE2D_I8`).
 //!
 //! `unsafe` here is the FFI boundary itself: turning the caller's pointers and lengths into
 //! slices after checking them for null, alignment, size and overlap. The rotation code is the
@@ -1085,7 +1086,7 @@ pub unsafe extern "C" fn rope2d_table_storage_len(
 /// Builds the tables of `spec` for coordinates `0 .. extents[a]` on each axis into
 /// `storage` (`entries` `[cos, sin]` pairs: `2 · entries` floats, exactly
 /// `rope2d_table_storage_len`), and the rotation that uses them into `out`. The storage must
-/// stay alive and unchanged while `out` is used.
+/// stay alive and unchanged while `out` is used; `out` inside it is `ROPE2D_ERROR_OVERLAP`.
 ///
 /// # Safety
 /// Pointers are null or valid for their lengths: `spec` readable, `extents` `axes` readable
@@ -1183,6 +1184,11 @@ where
     }
     if out.is_null() {
         return ROPE2D_ERROR_NULL_POINTER;
+    }
+    // The handle is written after the table: inside the storage, it would overwrite entries
+    // the table it describes refers to.
+    if overlaps(range(out, 1), range(storage, entries.wrapping_mul(2))) {
+        return ROPE2D_ERROR_OVERLAP;
     }
     // SAFETY: forwarded from the caller.
     let handle = match unsafe { spec_of(spec) } {
@@ -1418,12 +1424,17 @@ unsafe fn rotate_any<E: Element, const N: usize>(
         // SAFETY: forwarded from the caller.
         let handle = unsafe { rope_of(rope) }?;
         let dir = direction(dir)?;
-        // The positions list and the per-head scales are read while the buffers are written.
+        // The positions (a list, or a grid's extents and origin) and the per-head scales are
+        // read while the buffers are borrowed mutably: none may lie inside a buffer.
+        let [first, second] = match at {
+            Where::List { positions, tokens } => {
+                [range(positions, tokens.saturating_mul(axes)), (0, 0)]
+            }
+            Where::Grid { extents, origin } => [range(extents, axes), range(origin, axes)],
+        };
         let inputs = [
-            match at {
-                Where::List { positions, tokens } => range(positions, tokens.saturating_mul(axes)),
-                Where::Grid { .. } => (0, 0),
-            },
+            first,
+            second,
             head_scales.map_or((0, 0), |s| range(s.as_ptr(), s.len())),
         ];
         // SAFETY: forwarded from the caller.
@@ -2238,8 +2249,9 @@ mod tests {
         assert_eq!(list_x, want);
     }
 
-    /// The positions of `rope2d_rotate_at` and `rope2d_rotate_head` are read while the buffer
-    /// is written: inside it, they are refused and nothing is written.
+    /// The positions of `rope2d_rotate_at` and `rope2d_rotate_head`, and a grid's extents and
+    /// origin, are read while the buffer is borrowed: inside it, they are refused and nothing
+    /// is written.
     #[test]
     fn positions_inside_the_buffer_are_refused() {
         let mut spec = new_spec();
@@ -2261,8 +2273,85 @@ mod tests {
             assert_eq!(s, ROPE2D_ERROR_OVERLAP);
             let s = rope2d_rotate_head(&rope, p, 16, p.cast::<u32>().add(3), 1, ROPE2D_FORWARD);
             assert_eq!(s, ROPE2D_ERROR_OVERLAP);
+            // A grid's extents, then its origin, in the buffer (the values `x` holds there are
+            // never read as extents: the call is refused first).
+            let inside = p.cast::<u8>().add(16);
+            let extents = inside
+                .add(inside.align_offset(align_of::<usize>()))
+                .cast::<usize>();
+            let origin = [0u32];
+            let s = rope2d_rotate(
+                &rope,
+                p,
+                n,
+                shape,
+                extents,
+                origin.as_ptr(),
+                1,
+                ROPE2D_FORWARD,
+            );
+            assert_eq!(s, ROPE2D_ERROR_OVERLAP);
+            let four = [4usize];
+            let origin = p.cast::<u32>().add(5);
+            let s = rope2d_rotate(&rope, p, n, shape, four.as_ptr(), origin, 1, ROPE2D_FORWARD);
+            assert_eq!(s, ROPE2D_ERROR_OVERLAP);
+            // The same extents and origin outside the buffer: the call succeeds.
+            let zero = [0u32];
+            let s = rope2d_rotate(
+                &rope,
+                p,
+                n,
+                shape,
+                four.as_ptr(),
+                zero.as_ptr(),
+                1,
+                ROPE2D_FORWARD,
+            );
+            assert_eq!(s, ROPE2D_OK);
+            let s = rope2d_rotate(
+                &rope,
+                p,
+                n,
+                shape,
+                four.as_ptr(),
+                zero.as_ptr(),
+                1,
+                ROPE2D_INVERSE,
+            );
+            assert_eq!(s, ROPE2D_OK);
         }
-        assert!(x.iter().all(|&v| v == 1.0));
+        assert!(x.iter().all(|&v| (v - 1.0).abs() < 1e-6));
+    }
+
+    /// A table's handle is written after its entries: a handle inside the storage is refused
+    /// before anything is written.
+    #[test]
+    fn a_handle_inside_its_table_storage_is_refused() {
+        let mut spec = new_spec();
+        let extents = [4usize];
+        // SAFETY: every pointer is valid for the lengths passed; the handle lies in `storage`
+        // (8-aligned: `u64` storage), which the call refuses.
+        unsafe {
+            assert_eq!(rope2d_spec_llama(16, &mut spec), ROPE2D_OK);
+            let mut entries = 0;
+            assert_eq!(
+                rope2d_table_storage_len(&spec, extents.as_ptr(), 1, &mut entries),
+                ROPE2D_OK
+            );
+            let words = (2 * entries * 4).div_ceil(8) + ROPE2D_ROPE_WORDS;
+            let mut storage = vec![7u64; words];
+            let floats = storage.as_mut_ptr().cast::<f32>();
+            let out = storage.as_mut_ptr().add(2).cast::<rope2d_rope>();
+            let s = rope2d_table_build(&spec, extents.as_ptr(), 1, floats, entries, out);
+            assert_eq!(s, ROPE2D_ERROR_OVERLAP);
+            assert!(storage.iter().all(|&w| w == 7));
+            let out = storage
+                .as_mut_ptr()
+                .add(words - ROPE2D_ROPE_WORDS)
+                .cast::<rope2d_rope>();
+            let s = rope2d_table_build(&spec, extents.as_ptr(), 1, floats, entries, out);
+            assert_eq!(s, ROPE2D_OK);
+        }
     }
 
     #[test]
