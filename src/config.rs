@@ -36,8 +36,10 @@ pub enum Coords {
     Centered,
     /// `torch.linspace(start, stop, n)` in `f32` as torch computes it (CogVideoX's crop
     /// grids): `step = fl((stop − start) / (n − 1))`, value `fl(start + fl(i · step))` for
-    /// `i < n / 2`, else `fl(stop − fl((n − 1 − i) · step))`. Each value is then reduced
-    /// exactly. Both ends must be finite.
+    /// `i < n / 2`, else `fl(stop − fl((n − 1 − i) · step))`; `start` for `n = 1`. Each value
+    /// is then reduced exactly. Both ends and their difference must be finite, and with
+    /// [`AnglePrecision::Float32`] the ends below 2⁹⁶ in magnitude
+    /// ([`Error::NonFiniteCoordinate`](crate::Error::NonFiniteCoordinate)).
     Linspace {
         /// The value at index 0.
         start: f32,

@@ -101,7 +101,10 @@ pub enum Error {
         /// Head index or head count given.
         actual: usize,
     },
-    /// A coordinate is NaN or infinite.
+    /// A coordinate is NaN or infinite (a [`Coords::Linspace`](crate::Coords::Linspace) whose
+    /// ends are that far apart included), or, with
+    /// [`AnglePrecision::Float32`](crate::AnglePrecision::Float32), of magnitude 2⁹⁶ or more:
+    /// its `f32` angle could overflow (every frequency is below 2³² radians).
     NonFiniteCoordinate,
     /// A shape whose size overflows `usize`, or that is past the limits of the fixed-point
     /// table construction (whose divisions use 16-bit digits, so that a 32-bit core needs no
@@ -194,7 +197,7 @@ impl fmt::Display for Error {
                     "buffer has {actual} heads, the learned frequencies are for {expected}"
                 )
             }
-            Self::NonFiniteCoordinate => f.write_str("coordinate is NaN or infinite"),
+            Self::NonFiniteCoordinate => f.write_str("coordinate or its angle is NaN or infinite"),
             Self::ShapeOverflow => f.write_str("shape too large"),
             Self::BackendUnavailable => f.write_str("backend cannot run on this CPU"),
             Self::InvalidScales => f.write_str(

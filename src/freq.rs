@@ -422,7 +422,7 @@ impl AxisMap {
         let Coords::Linspace { start, stop } = coords else {
             return Err(Error::NonFiniteCoordinate);
         };
-        if !(start.is_finite() && stop.is_finite()) {
+        if !(start.is_finite() && stop.is_finite() && (stop - start).is_finite()) {
             return Err(Error::NonFiniteCoordinate);
         }
         let intervals = n.saturating_sub(1).max(1) as f32;
@@ -451,7 +451,8 @@ impl AxisMap {
                 step,
                 n,
             } => {
-                if i < n / 2 {
+                // torch fills a linspace of one value with `start`.
+                if i < n / 2 || n == 1 {
                     start + i as f32 * step
                 } else {
                     stop - (n - 1 - i) as f32 * step
@@ -581,6 +582,18 @@ pub(crate) fn fill<const A: usize, T: TableEntry>(
         }
     }
     Ok(())
+}
+
+/// The magnitude a real coordinate must stay below. With `f32` angles
+/// ([`AnglePrecision::Float32`]) 2⁹⁶: every frequency is below 2³² radians (checked by
+/// [`Spec::check`](crate::Spec::check)), so below 2⁹⁶ every angle `fl(c · f)` is finite
+/// (one that overflowed would be reduced as angle 0). Exact angles take any finite
+/// coordinate.
+pub(crate) fn coordinate_limit(precision: AnglePrecision) -> f32 {
+    match precision {
+        AnglePrecision::Exact => f32::INFINITY,
+        AnglePrecision::Float32 => pow2_f32(96),
+    }
 }
 
 /// [`fill`] for every spec: any plan, frequencies, precision and coordinates.

@@ -342,9 +342,10 @@ impl<'p, const A: usize> Order<'p, A> {
             }
             Order::Run(run) => {
                 let mut sub = run;
+                // In `u64`: a run of step 0 may hold more than 2³² tokens.
                 for (s, &step) in sub.start.iter_mut().zip(&run.step) {
-                    let offset = u32::try_from(first).ok()?.checked_mul(step)?;
-                    *s = s.checked_add(offset)?;
+                    let offset = u64::try_from(first).ok()?.checked_mul(u64::from(step))?;
+                    *s = u32::try_from(u64::from(*s).checked_add(offset)?).ok()?;
                 }
                 Some(Order::Run(sub))
             }
@@ -676,6 +677,30 @@ mod tests {
             run_max(&Run::repeat([u32::MAX]), usize::MAX),
             Ok([u64::from(u32::MAX)])
         );
+    }
+
+    /// A checked run's tokens as a run of their own, past 2³² tokens when its step is 0 (a
+    /// staged call splits it into chunks that way; `None` would leave a chunk unrotated).
+    #[test]
+    fn sub_runs_of_many_tokens() {
+        let run = Order::Run(Run {
+            start: [7, 3],
+            step: [0, 2],
+        });
+        let sub = |order: Order<'_, 2>, first| match order.sub(first, 64) {
+            Some(Order::Run(r)) => Some(r.start),
+            _ => None,
+        };
+        assert_eq!(sub(run, 10), Some([7, 23]));
+        assert_eq!(
+            sub(run, usize::try_from(u32::MAX / 2 - 1).unwrap()),
+            Some([7, u32::MAX])
+        );
+        assert_eq!(sub(run, usize::try_from(u32::MAX / 2).unwrap()), None);
+        if let Ok(far) = usize::try_from(1u64 << 33) {
+            let flat = Order::Run(Run::repeat([5, 9]));
+            assert_eq!(sub(flat, far), Some([5, 9]));
+        }
     }
 
     #[test]

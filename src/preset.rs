@@ -548,7 +548,7 @@ pub enum HfScaling<'f> {
         low_freq_factor: f64,
         /// `high_freq_factor`.
         high_freq_factor: f64,
-        /// `original_max_position_embeddings`.
+        /// `original_max_position_embeddings`; positive ([`Error::InvalidFrequency`] for 0).
         original_max_position_embeddings: usize,
     },
     /// `longrope`: `inv_freq_k / ext_factor_k` with the long factors when the sequence is
@@ -581,7 +581,8 @@ impl HfRope<'_> {
     /// `longrope` depend on) into `storage` (exactly [`pairs`](Self::pairs) values) and
     /// returns the spec: positions `[pos]`, `mscale` the attention factor.
     ///
-    /// Errors: [`Error::FrequencyLength`] for a storage or factor list of another length,
+    /// Errors: [`Error::FrequencyLength`] for a storage or a factor list (`longrope`: either
+    /// one) of another length,
     /// [`Error::InvalidBase`], [`Error::InvalidFrequency`] (a non-finite, non-positive or
     /// out-of-range parameter or result), [`Error::InvalidMscale`] (an attention factor that
     /// is not a positive finite `f32`), [`Error::RotaryDim`]. `storage` is untouched on
@@ -675,7 +676,7 @@ impl HfRope<'_> {
                     original_max_position_embeddings,
                 } => {
                     let factor = positive(factor)?;
-                    let old = original_max_position_embeddings as f64;
+                    let old = positive(original_max_position_embeddings as f64)?;
                     let low_wavelen = old / positive(low_freq_factor)?;
                     let high_wavelen = old / positive(high_freq_factor)?;
                     let wavelen = core::f64::consts::TAU / f;
@@ -697,17 +698,21 @@ impl HfRope<'_> {
                 } => {
                     let original =
                         original_max_position_embeddings.unwrap_or(self.max_position_embeddings);
+                    // Both lists are checked, as transformers' config validation does, not
+                    // only the one this sequence length selects.
+                    for factors in [short_factor, long_factor] {
+                        if factors.len() != pairs {
+                            return Err(Error::FrequencyLength {
+                                expected: pairs,
+                                actual: factors.len(),
+                            });
+                        }
+                    }
                     let factors = if seq_len > original {
                         long_factor
                     } else {
                         short_factor
                     };
-                    if factors.len() != pairs {
-                        return Err(Error::FrequencyLength {
-                            expected: pairs,
-                            actual: factors.len(),
-                        });
-                    }
                     f / positive(factors.get(k).copied().unwrap_or(1.0))?
                 }
             })

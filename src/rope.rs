@@ -136,6 +136,9 @@ pub struct DirectAngles<'f, const A: usize, P> {
     plan: P,
     freqs: ComputedFreqs<'f, A>,
     mscale: f32,
+    /// [`coordinate_limit`](crate::freq::coordinate_limit): what a real coordinate's
+    /// magnitude must stay below.
+    limit: f32,
 }
 
 /// The angle sources of [`Rope`]: [`TableAngles`] and [`DirectAngles`]. Sealed.
@@ -472,9 +475,9 @@ impl<const A: usize, S: Source<A>> Rope<A, S> {
     /// past a table's extent, or past `u32::MAX`), [`Error::HeadCount`] (RoPE-Mixed),
     /// [`Error::EmptyTable`] (a [`Piece::Windows`](crate::Piece::Windows) with a zero window),
     /// [`Error::InvalidScales`], [`Error::FixedPoint`] (a [`Q15Table`] on anything but `i16` /
-    /// `i8` at their own scale), [`Error::ShapeOverflow`] (also: a RoPE-Mixed token of more
-    /// than 4 096 values, 512 on bare metal, when it is staged: an integer buffer that is
-    /// requantised or whose spec's `mscale` is above 2¹⁴).
+    /// `i8` at their own scale), [`Error::ShapeOverflow`] (also, when the call is staged — an
+    /// integer buffer that is requantised or whose spec's `mscale` is above 2¹⁴ — a head of
+    /// more than 4 096 values, 512 on bare metal, or a RoPE-Mixed token of more than that).
     pub fn rotate<E: Element, Po: Positions<A>>(
         &self,
         x: &mut [E],
@@ -644,7 +647,9 @@ impl<const A: usize, S: Source<A> + sealed::FloatSource<A>> Rope<A, S> {
                 Some(Order::List(list)) => return self.source.run(self.backend, job, list),
                 _ => {}
             }
-            // A token split between heads comes back with the same `first`: same position.
+            // Only pieces come here (`sub` gives every checked grid, run and list chunk its
+            // own positions), in chunks of `STAGE_TOKENS`. A token split between heads comes
+            // back with the same `first`: same position.
             if first != listed {
                 for _ in next..first {
                     iter.next();
@@ -757,8 +762,8 @@ impl<'a, const A: usize, P: Plan<A>, T: TableEntry> Rope<A, TableAngles<'a, A, P
     ///
     /// Errors: those of [`storage_len`](Self::storage_len), [`Error::StorageLength`]; beyond
     /// 65 535 on an axis with rescaled or centred coordinates, [`Error::ShapeOverflow`]; for
-    /// Q15 entries, an `mscale` other than 1: [`Error::FixedPoint`].
-    /// `storage` is untouched on error.
+    /// Q15 entries, an `mscale` other than 1: [`Error::FixedPoint`]. `storage` is untouched
+    /// on error.
     ///
     /// Inlined: when `spec` is a constant (a preset), the checks and the paths of the
     /// coordinate modes, precisions and frequency kinds it does not use fold away, so
@@ -832,6 +837,10 @@ impl<'a, const A: usize, P: Plan<A>, T: TableEntry> Rope<A, TableAngles<'a, A, P
     /// 0's entries carry `mscale`; axis 1's have magnitude 1.
     pub fn entries(&self, axis: usize, index: usize) -> Option<&'a [T]> {
         let (table, &width) = (self.source.tables.get(axis)?, self.source.widths.get(axis)?);
+        // The extent, not the table's length: an axis that rotates no pairs has an empty table.
+        if index >= *self.source.extents.get(axis)? {
+            return None;
+        }
         table.get(index.checked_mul(width)?..)?.get(..width)
     }
 }
@@ -972,6 +981,7 @@ impl<'f, const A: usize, P: Plan<A>> Direct<'f, A, P> {
                 plan: spec.plan,
                 freqs,
                 mscale: spec.mscale,
+                limit: crate::freq::coordinate_limit(spec.precision),
             },
         })
     }
@@ -980,7 +990,9 @@ impl<'f, const A: usize, P: Plan<A>> Direct<'f, A, P> {
     /// one `[f32; A]` each (jittered, cropped or otherwise non-grid positions), reduced
     /// exactly as given.
     ///
-    /// Errors: those of [`rotate`](Rope::rotate), [`Error::NonFiniteCoordinate`].
+    /// Errors: those of [`rotate`](Rope::rotate); [`Error::NonFiniteCoordinate`] for a NaN or
+    /// infinite coordinate, or, with [`AnglePrecision::Float32`](crate::AnglePrecision), one
+    /// of magnitude 2⁹⁶ or more (whose `f32` angle could overflow).
     pub fn rotate_coords<E: Element>(
         &self,
         x: &mut [E],
@@ -988,7 +1000,10 @@ impl<'f, const A: usize, P: Plan<A>> Direct<'f, A, P> {
         coords: &[[f32; A]],
         dir: Direction,
     ) -> Result<(), Error> {
-        if coords.iter().flatten().any(|c| !c.is_finite()) {
+        // NaN and infinities, and with `f32` angles coordinates whose angle could overflow.
+        let limit = self.source.limit;
+        let refused = |c: &[f32; A]| !c.iter().all(|c| c.abs() < limit);
+        if coords.iter().any(refused) {
             return Err(Error::NonFiniteCoordinate);
         }
         let tokens = self.check_tokens::<E>(x.len(), shape, Some(coords.len()))?;

@@ -269,7 +269,8 @@ impl<'f, const A: usize, P: Plan<A>> Spec<'f, A, P> {
     /// Errors: [`Error::RotaryDim`], [`Error::InvalidAxis`], [`Error::PlanMismatch`],
     /// [`Error::FrequencyLength`], [`Error::InvalidBase`], [`Error::InvalidFreqScale`],
     /// [`Error::InvalidFrequency`], [`Error::InvalidMscale`], [`Error::InvalidRefGrid`],
-    /// [`Error::NonFiniteCoordinate`], [`Error::ShapeOverflow`].
+    /// [`Error::NonFiniteCoordinate`], [`Error::ShapeOverflow`], [`Error::ZeroHeads`] (a
+    /// [`Summed`] plan of no heads).
     #[inline(always)]
     pub fn check(&self) -> Result<(), Error> {
         let assign = self.plan.assign();
@@ -324,10 +325,17 @@ impl<'f, const A: usize, P: Plan<A>> Spec<'f, A, P> {
         if !(self.mscale.is_finite() && self.mscale > 0.0) {
             return Err(Error::InvalidMscale);
         }
+        // Every value of a linspace lies between its ends (torch's formula, rounded
+        // monotonically), so the ends bound them all.
+        let limit = crate::freq::coordinate_limit(self.precision);
         for coords in &self.coords {
             match *coords {
                 Coords::Rescale { reference: 0 } => return Err(Error::InvalidRefGrid),
-                Coords::Linspace { start, stop } if !(start.is_finite() && stop.is_finite()) => {
+                Coords::Linspace { start, stop }
+                    if !(start.abs() < limit
+                        && stop.abs() < limit
+                        && (stop - start).is_finite()) =>
+                {
                     return Err(Error::NonFiniteCoordinate);
                 }
                 _ => {}

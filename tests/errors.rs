@@ -2,8 +2,8 @@
 //! table storage) untouched.
 
 use rope2d::{
-    Backend, Coords, Direct, Direction, Error, FixedTable, FreqIndex, Freqs, Grid, Layout,
-    LearnedFreqs, PerPair, Piece, Run, Section, Sections, Shape, Spec, Summed, Table,
+    AnglePrecision, Backend, Coords, Direct, Direction, Error, FixedTable, FreqIndex, Freqs, Grid,
+    Layout, LearnedFreqs, PerPair, Piece, Run, Section, Sections, Shape, Spec, Summed, Table,
     preset::{self, HfRope, HfScaling},
 };
 
@@ -153,6 +153,40 @@ fn spec_errors() {
         },
     ]);
     assert_eq!(linspace.check(), Err(Error::NonFiniteCoordinate));
+    // Finite ends whose difference overflows: every coordinate but the ends would be NaN.
+    let wide = ok.with_coords([
+        Coords::Index,
+        Coords::Linspace {
+            start: -3e38,
+            stop: 3e38,
+        },
+    ]);
+    assert_eq!(wide.check(), Err(Error::NonFiniteCoordinate));
+    let mut storage = vec![[7.0f32; 2]; Table::storage_len(&ok, [2, 3]).unwrap()];
+    assert_eq!(
+        Table::build(&mut storage, &wide, [2, 3]).err(),
+        Some(Error::NonFiniteCoordinate)
+    );
+    assert!(storage.iter().flatten().all(|&v| v == 7.0));
+}
+
+/// `Table::entries` is `None` outside the extents, on an axis that rotates no pairs too
+/// (whose table is empty).
+#[test]
+fn entries_outside_the_table_are_none() {
+    let spec = Spec::new(
+        16,
+        Layout::Half,
+        sections([Section::new(0, 8), Section::new(1, 0)]),
+        base(),
+    );
+    let mut storage = vec![[0f32; 2]; Table::storage_len(&spec, [3, 4]).unwrap()];
+    let table = Table::build(&mut storage, &spec, [3, 4]).unwrap();
+    assert_eq!(table.entries(0, 2).map(<[_]>::len), Some(8));
+    assert_eq!(table.entries(1, 3), Some(&[][..]));
+    for (axis, index) in [(0, 3), (1, 4), (1, 1_000_000), (2, 0), (0, usize::MAX)] {
+        assert_eq!(table.entries(axis, index), None, "{axis} {index}");
+    }
 }
 
 #[test]
@@ -431,6 +465,69 @@ fn direct_errors() {
     assert!(untouched(&y));
 }
 
+/// With float32 angles, a coordinate of magnitude 2⁹⁶ or more is refused: its angle `fl(c · f)`
+/// could overflow (it would be reduced as angle 0, where the reference code's cos/sin are NaN).
+/// Exact angles reduce it.
+#[test]
+fn float32_angles_that_could_overflow_are_refused() {
+    // The largest frequency a spec may have (below 2³² radians): 2⁹⁶ is where its angle could
+    // overflow.
+    let freqs = [4.2e9, 0.5, 0.25, 0.125];
+    let base = Spec {
+        freqs: Freqs::Explicit(&freqs),
+        ..preset::llama(8)
+    };
+    let float32 = base.with_precision(AnglePrecision::Float32);
+    let below = f32::from_bits(2f32.powi(96).to_bits() - 1);
+    for (spec, c, refused) in [
+        (float32, 2f32.powi(96), true),
+        (float32, -1e30, true),
+        (float32, below, false),
+        (float32, -below, false),
+        (base, 1e30, false),
+    ] {
+        let direct = Direct::new(&spec).unwrap();
+        let mut y = buffer(2 * 8);
+        let got = direct.rotate_coords(&mut y, Shape::heads(1), &[[0.5], [c]], FWD);
+        let wide = spec.with_coords([Coords::Linspace {
+            start: 0.0,
+            stop: c,
+        }]);
+        let mut storage = vec![[7.0f32; 2]; Table::storage_len(&base, [3]).unwrap()];
+        let built = Table::build(&mut storage, &wide, [3]).map(|_| ());
+        if refused {
+            assert_eq!(got, Err(Error::NonFiniteCoordinate), "{c}");
+            assert!(untouched(&y));
+            assert_eq!(built, Err(Error::NonFiniteCoordinate), "{c}");
+            assert!(storage.iter().flatten().all(|&v| v == 7.0));
+        } else {
+            assert_eq!(got, Ok(()), "{c}");
+            assert!(y.iter().all(|v| v.is_finite()), "{c}");
+            assert_eq!(built, Ok(()), "{c}");
+            assert!(storage.iter().flatten().all(|v| v.is_finite()), "{c}");
+        }
+    }
+    // RoPE-Mixed's learned frequencies, on either axis.
+    let (y, x) = ([1000.0f32; 4], [0.5f32; 4]);
+    let mixed = preset::rope_mixed(4, 2, LearnedFreqs { x: &x, y: &y })
+        .with_precision(AnglePrecision::Float32);
+    let direct = Direct::new(&mixed).unwrap();
+    for coord in [[1e30, 0.0], [0.0, -1e30]] {
+        let mut z = buffer(2 * 4);
+        assert_eq!(
+            direct.rotate_coords(&mut z, Shape::heads(2), &[coord], FWD),
+            Err(Error::NonFiniteCoordinate)
+        );
+        assert!(untouched(&z));
+    }
+    let mut z = buffer(2 * 4);
+    assert!(
+        direct
+            .rotate_coords(&mut z, Shape::heads(2), &[[1e28, -1e28]], FWD)
+            .is_ok()
+    );
+}
+
 #[test]
 fn hf_errors() {
     let hf = HfRope {
@@ -470,6 +567,44 @@ fn hf_errors() {
             expected: 32,
             actual: 31
         })
+    );
+    // Either list of another length, whichever this sequence length selects.
+    let right = [1.0; 32];
+    for (short_factor, long_factor) in [(&short[..], &right[..]), (&right, &short)] {
+        for seq_len in [10, 5000] {
+            let longrope = HfRope {
+                scaling: HfScaling::LongRope {
+                    short_factor,
+                    long_factor,
+                    factor: None,
+                    original_max_position_embeddings: None,
+                    attention_factor: None,
+                },
+                ..hf
+            };
+            assert_eq!(
+                longrope.spec(seq_len, &mut freqs).err(),
+                Some(Error::FrequencyLength {
+                    expected: 32,
+                    actual: 31
+                }),
+                "{seq_len}"
+            );
+        }
+    }
+    // Llama 3 with an original context of 0, as YaRN's and LongRoPE's.
+    let llama3 = HfRope {
+        scaling: HfScaling::Llama3 {
+            factor: 8.0,
+            low_freq_factor: 1.0,
+            high_freq_factor: 4.0,
+            original_max_position_embeddings: 0,
+        },
+        ..hf
+    };
+    assert_eq!(
+        llama3.spec(10, &mut freqs).err(),
+        Some(Error::InvalidFrequency)
     );
     let theta = HfRope {
         rope_theta: 1.0,

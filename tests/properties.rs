@@ -559,7 +559,6 @@ fn two_d_differs_from_flattened_one_d() {
 #[test]
 fn coordinate_modes_match_f64_model() {
     let mut rng = Rng(6);
-    let n = [7usize, 9];
     /// Coordinate of index `i` on an axis of `n`.
     type Map = fn(usize, usize) -> f64;
     let cases: [(Coords, Map); 3] = [
@@ -577,7 +576,10 @@ fn coordinate_modes_match_f64_model() {
             |i, n| {
                 let (start, stop) = (3.0f32, 37.333332f32);
                 let step = (stop - start) / (n - 1) as f32;
-                f64::from(if i < n / 2 {
+                // torch.linspace of one value is `start`.
+                f64::from(if n == 1 {
+                    start
+                } else if i < n / 2 {
                     start + i as f32 * step
                 } else {
                     stop - (n - 1 - i) as f32 * step
@@ -585,7 +587,11 @@ fn coordinate_modes_match_f64_model() {
             },
         ),
     ];
-    for (coords, coordinate) in cases {
+    // Axes of one and two cells too (CogVideoX's grid of one row).
+    for ((coords, coordinate), n) in cases
+        .into_iter()
+        .flat_map(|case| [(case, [7usize, 9]), (case, [1, 2])])
+    {
         for layout in [Layout::Interleaved, Layout::Half] {
             let spec =
                 preset::axial(32, layout, AxisOrder::RowFirst, 100.0).with_coords([coords; 2]);

@@ -96,8 +96,8 @@ pub(super) struct Armv7emQ15;
 impl WordLoop for Armv7emQ15 {
     const STEP: usize = 4;
 
-    /// Rotates the sections `first, first + 2·head_dim, …` up to `last` (`n` pairs each, `n`
-    /// a multiple of 4) by the `n` entries at `entries`.
+    /// Rotates the sections `first, first + head_dim, …` (in values) up to `last` (`n` pairs
+    /// each, `n` a multiple of 4) by the `n` entries at `entries`.
     #[inline(always)]
     fn rotate(words: Words<'_, Self>, dir: Direction) {
         let frame: [u32; 4] = [

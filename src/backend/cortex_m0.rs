@@ -74,10 +74,10 @@ macro_rules! q15_heads {
     ($x:expr, $entries:expr, $bytes:expr, $frame:expr, $a:literal, $b:literal) => {
         // SAFETY: the invariant of `Words` (checked where it is made): the sections from
         // `first` to the last one, `bytes` bytes each (a nonzero multiple of 8: two pairs a
-        // step), `2 · head_dim` values apart, each rotated by the `bytes / 4` entries at
-        // `entries`; every access is an aligned word or halfword inside them. r4–r10 are
-        // saved and restored here (r6 and r7 cannot be operands); the flags are clobbered,
-        // the stack is balanced.
+        // step), `head_dim` values (`2 · head_dim` bytes) apart, each rotated by the
+        // `bytes / 4` entries at `entries`; every access is an aligned word or halfword inside
+        // them. r4–r10 are saved and restored here (r6 and r7 cannot be operands); the flags
+        // are clobbered, the stack is balanced.
         unsafe {
             asm!(
                 "push {{r4, r5, r6, r7}}",
@@ -130,8 +130,8 @@ pub(super) struct Armv6mQ15;
 impl WordLoop for Armv6mQ15 {
     const STEP: usize = 2;
 
-    /// Rotates the sections `first, first + 2·head_dim, …` up to `last` (`n` pairs each, `n`
-    /// even) by the `n` entries at `entries`.
+    /// Rotates the sections `first, first + head_dim, …` (in values) up to `last` (`n` pairs
+    /// each, `n` even) by the `n` entries at `entries`.
     #[inline(always)]
     fn rotate(words: Words<'_, Self>, dir: Direction) {
         let frame: [u32; 2] = [(2 * words.head_dim) as u32, words.last as u32];

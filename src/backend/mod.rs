@@ -468,12 +468,12 @@ pub(crate) enum WordSections<'x, L> {
 
 /// What a [`WordLoop`] `L` rotates, checked: interleaved pairs `first_pair .. first_pair + n`
 /// of every whole head, `n` a nonzero multiple of `L::STEP`, each head's section inside the
-/// head and word-aligned; the first head's section at `first`, the next ones `2 · head_dim`
-/// values apart, each that starts at or before `last` (the last whole head's when the buffer
-/// is whole heads; the section of a partial head at the end would not fit, and starts after
-/// it); `n` word-aligned entries at `entries`. Only [`Words::of`] and the iterator of [`Words::line`]
-/// make one (the loops' accesses are inside the buffer and the table by this invariant); it
-/// borrows both.
+/// head and word-aligned; the first head's section at `first`, the next ones `head_dim`
+/// values (`2 · head_dim` bytes) apart, each that starts at or before `last` (the last whole
+/// head's when the buffer is whole heads; the section of a partial head at the end would not
+/// fit, and starts after it); `n` word-aligned entries at `entries`. Only [`Words::of`] and
+/// the iterator of [`Words::line`] make one (the loops' accesses are inside the buffer and
+/// the table by this invariant); it borrows both.
 #[cfg_attr(not(any(rope2d_armv6m, rope2d_armv7em)), allow(dead_code))]
 pub(crate) struct Words<'x, L> {
     first: *mut i16,
