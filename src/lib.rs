@@ -143,19 +143,14 @@
 //!
 //! # Features
 //!
-//! - `std`: run-time NEON detection on aarch64 targets built without NEON (the usual aarch64
-//!   targets have it at compile time); nothing else, and harmless where `std` does not exist.
-//!   [`Error`] implements `core::error::Error` (= `std::error::Error`) and x86 CPU detection
-//!   needs no `std`, so default features are as fast as `std`.
+//! - `std`: no effect, kept so that builds that name it keep working. [`Error`] implements
+//!   `core::error::Error` (= `std::error::Error`), x86 CPU detection needs no `std`, and the
+//!   `Neon` backend is built where NEON is a baseline target feature (every aarch64 target
+//!   but bare-metal ones without it); so default features are as fast as `std` everywhere.
 //! - `defmt`: `defmt::Format` for the configuration and error types.
 #![no_std]
 #![deny(missing_docs)]
 #![deny(unsafe_code, clippy::undocumented_unsafe_blocks)]
-
-// Only the NEON check of `backend/neon.rs` uses `std`: a bare-metal build with every feature
-// (docs.rs, `--all-features`) must not need it.
-#[cfg(all(feature = "std", target_arch = "aarch64", not(target_feature = "neon")))]
-extern crate std;
 
 mod apply;
 mod backend;

@@ -801,7 +801,7 @@ fn dispatch() {
     if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
         assert_eq!(auto.name(), "avx2");
     }
-    #[cfg(all(target_arch = "aarch64", feature = "neon"))]
+    #[cfg(all(target_arch = "aarch64", feature = "neon", target_feature = "neon"))]
     assert_eq!(auto.name(), "neon");
 }
 

@@ -43,8 +43,9 @@ use super::x86::{AVX2_FMA, F16C, features};
 use super::{AngleSource, Job, drive};
 use crate::element::{Element, sealed::Format};
 
-/// An AVX2 vector. Only constructed inside [`run_avx2`], which runs only on CPUs with AVX2
-/// and FMA: every `unsafe` block below relies on that.
+/// An AVX2 vector. Only constructed inside functions that run only on CPUs with AVX2 and FMA
+/// ([`run_avx2`], [`run_avx2_f16c`], [`run_with_32_registers`] and the staging loop, each
+/// called after the check): every `unsafe` block below relies on that.
 #[derive(Clone, Copy)]
 struct V(__m256);
 

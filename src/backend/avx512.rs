@@ -40,8 +40,9 @@ use super::simd::{Bf16Pairs, Simd, Stored, Vector};
 use super::{AngleSource, Job, drive};
 use crate::element::{Element, sealed::Format};
 
-/// An AVX-512 vector. Only constructed inside [`run_avx512`], which runs only on CPUs with
-/// AVX-512F, AVX2 and FMA: every `unsafe` block below relies on that. `BF16`: rounds `bf16`
+/// An AVX-512 vector. Only constructed inside functions that run only on CPUs with
+/// AVX-512F, AVX2 and FMA ([`run_avx512`], [`run_avx512_bf16`] and the staging loop, each
+/// called after the check): every `unsafe` block below relies on that. `BF16`: rounds `bf16`
 /// with `vcvtneps2bf16` / `vcvtne2ps2bf16` (only in [`run_avx512_bf16`], on CPUs with AVX-512
 /// BF16, DQ and BW).
 #[derive(Clone, Copy)]
@@ -75,7 +76,7 @@ pub(crate) fn conversions() -> &'static str {
         ($floats:literal, $q15:literal) => {
             concat!(
                 $floats,
-                ", 16 values a step in the rotation loop (interleaved bf16 split by shift and mask); Q15 by ",
+                ", 16 values a step in the rotation loop; Q15 by ",
                 $q15
             )
         };
@@ -83,15 +84,15 @@ pub(crate) fn conversions() -> &'static str {
     let bf16 = super::x86::features() & super::x86::AVX512BF16 != 0;
     match (bf16, cfg!(feature = "avx2"), has_bw_vl()) {
         (true, true, true) => line!(
-            "f16, i16, i8 by AVX-512F, bf16 by AVX-512 BF16",
+            "f16, i16, i8 by AVX-512F, bf16 by AVX-512 BF16 (in the 512-bit loop at every size)",
             "512-bit vpmaddwd (AVX-512BW)"
         ),
         (true, true, false) => line!(
-            "f16, i16, i8 by AVX-512F, bf16 by AVX-512 BF16",
+            "f16, i16, i8 by AVX-512F, bf16 by AVX-512 BF16 (in the 512-bit loop at every size)",
             "the avx2 vpmaddwd loop"
         ),
         (true, false, _) => line!(
-            "f16, i16, i8 by AVX-512F, bf16 by AVX-512 BF16",
+            "f16, i16, i8 by AVX-512F, bf16 by AVX-512 BF16 (in the 512-bit loop at every size)",
             "the scalar integer kernel"
         ),
         (false, true, true) => line!(

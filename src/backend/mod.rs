@@ -11,7 +11,7 @@ mod engine;
 #[cfg(any(
     all(feature = "avx2", target_arch = "x86_64"),
     all(feature = "avx512", target_arch = "x86_64"),
-    all(feature = "neon", target_arch = "aarch64")
+    rope2d_neon
 ))]
 #[allow(unsafe_code)]
 mod simd;
@@ -383,13 +383,9 @@ pub(crate) fn drive<K: Kernel, A: AngleSource<K::Entry>>(job: Job<'_, A, K::Valu
     }
 }
 
-/// The scalar kernel of Arm M-profile hard-float targets (the only Arm hard-float targets
-/// without 64-bit atomics; their FPUs, FPv4-SP and FPv5, all have the chained `vmla`).
-#[cfg(all(
-    target_arch = "arm",
-    target_abi = "eabihf",
-    not(target_has_atomic = "64")
-))]
+/// The scalar kernel of Arm M-profile hard-float targets (`build.rs` names them by target;
+/// their FPUs, FPv4-SP and FPv5, all have the chained `vmla`).
+#[cfg(rope2d_mprofile_fpu)]
 #[allow(unsafe_code)]
 mod cortex_m;
 
@@ -736,7 +732,7 @@ registry! {
     /// 16-lane vectors: bit for bit the results of `Avx2`, with the same bound against `Scalar`.
     Avx512 => avx512, "avx512", cfg(all(feature = "avx512", target_arch = "x86_64"));
     /// aarch64 NEON. Bit for bit the results of `Avx2`, with the same bound against `Scalar`.
-    Neon => neon, "neon", cfg(all(feature = "neon", target_arch = "aarch64"));
+    Neon => neon, "neon", cfg(rope2d_neon);
 }
 
 impl Backend {
@@ -754,7 +750,7 @@ impl Backend {
         if avx2::is_available() {
             return Backend::Avx2;
         }
-        #[cfg(all(feature = "neon", target_arch = "aarch64"))]
+        #[cfg(rope2d_neon)]
         if neon::is_available() {
             return Backend::Neon;
         }
@@ -770,11 +766,11 @@ impl Backend {
 /// architectures print `cpu not identified`). For example:
 ///
 /// `avx512 (available): 512-bit FMA up to 1 MiB; the avx2 loop (32 registers with AVX-512VL)
-/// beyond, not for interleaved pairs on AMD Zen 4+ and Intel model 207, and at any size for
-/// heads or sections only 256-bit registers fit (d = 80 half); angles loaded once per token,
-/// heads in address order; f16, i16, i8 by AVX-512F, bf16 by AVX-512 BF16, 16 values a step
-/// in the rotation loop (interleaved bf16 split by shift and mask); Q15 by 512-bit vpmaddwd
-/// (AVX-512BW); cpu AuthenticAMD family 25 model 17 stepping 1`
+/// beyond, not for interleaved pairs on AMD Zen 4+ and Intel model 207, and at any size for heads
+/// or sections only 256-bit registers fit (d = 80 half); angles loaded once per token, heads in
+/// address order; f16, i16, i8 by AVX-512F, bf16 by AVX-512 BF16 (in the 512-bit loop at every
+/// size), 16 values a step in the rotation loop; Q15 by 512-bit vpmaddwd (AVX-512BW); cpu
+/// AuthenticAMD family 25 model 17 stepping 1`
 ///
 /// ```
 /// let line = rope2d::Backend::auto().describe();

@@ -39,21 +39,11 @@ use crate::element::{Element, sealed::Format};
 #[derive(Clone, Copy)]
 struct V(float32x4_t);
 
-/// Whether this CPU has NEON (always, on the usual aarch64 targets).
+/// Whether this CPU has NEON: always, as this backend is built only for targets that have
+/// it at compile time (`build.rs`).
 #[inline]
 pub(crate) fn is_available() -> bool {
-    #[cfg(target_feature = "neon")]
-    {
-        true
-    }
-    #[cfg(all(not(target_feature = "neon"), feature = "std"))]
-    {
-        std::arch::is_aarch64_feature_detected!("neon")
-    }
-    #[cfg(all(not(target_feature = "neon"), not(feature = "std")))]
-    {
-        false
-    }
+    true
 }
 
 /// The loop, for [`Backend::describe`](super::Backend::describe).
@@ -120,15 +110,7 @@ unsafe impl<E: Element> Stored<E> for V {
         unsafe {
             V(match E::FORMAT {
                 Format::F32 => vld1q_f32(p.cast()),
-                Format::F16 => {
-                    let h = vld1_u16(p.cast());
-                    let r: float32x4_t;
-                    // `fcvtl` widens four f16 exactly (inline assembly: Rust's `float16x4_t`
-                    // intrinsics are unstable).
-                    core::arch::asm!("fcvtl {r:v}.4s, {h:v}.4h", r = out(vreg) r,
-                        h = in(vreg) h, options(pure, nomem, nostack));
-                    r
-                }
+                Format::F16 => f16_widened(vld1_u16(p.cast())),
                 Format::Bf16 => vreinterpretq_f32_u32(vshll_n_u16::<16>(vld1_u16(p.cast()))),
                 Format::I16 => vcvtq_f32_s32(vmovl_s16(vld1_s16(p.cast()))),
                 Format::I8 => {
@@ -151,13 +133,7 @@ unsafe impl<E: Element> Stored<E> for V {
         unsafe {
             match E::FORMAT {
                 Format::F32 => vst1q_f32(p.cast(), v),
-                Format::F16 => {
-                    let h: uint16x4_t;
-                    // `fcvtn` narrows four floats to f16 (registers only).
-                    core::arch::asm!("fcvtn {h:v}.4h, {v:v}.4s", h = out(vreg) h,
-                        v = in(vreg) v, options(pure, nomem, nostack));
-                    vst1_u16(p.cast(), h);
-                }
+                Format::F16 => vst1_u16(p.cast(), f16_narrowed(v)),
                 Format::Bf16 => vst1_u16(p.cast(), bf16_bits(v)),
                 // `fcvtns` rounds to nearest-even, takes NaN to 0 and saturates to i32; the
                 // saturating narrows do the rest of `element::store`'s clamp.
@@ -171,6 +147,42 @@ unsafe impl<E: Element> Stored<E> for V {
             }
         }
     }
+}
+
+/// Four f16 (as bits) widened exactly by `fcvtl` (inline assembly: Rust's `float16x4_t`
+/// intrinsics are unstable). The `vreg` operands need the feature on the function that holds
+/// the assembly itself.
+///
+/// # Safety
+///
+/// The CPU supports NEON.
+#[target_feature(enable = "neon")]
+#[inline]
+unsafe fn f16_widened(h: uint16x4_t) -> float32x4_t {
+    let r: float32x4_t;
+    // SAFETY: NEON (the caller); registers only.
+    unsafe {
+        core::arch::asm!("fcvtl {r:v}.4s, {h:v}.4h", r = out(vreg) r, h = in(vreg) h,
+            options(pure, nomem, nostack));
+    }
+    r
+}
+
+/// Four floats narrowed to f16 bits by `fcvtn` (nearest-even), as [`f16_widened`].
+///
+/// # Safety
+///
+/// The CPU supports NEON.
+#[target_feature(enable = "neon")]
+#[inline]
+unsafe fn f16_narrowed(v: float32x4_t) -> uint16x4_t {
+    let h: uint16x4_t;
+    // SAFETY: NEON (the caller); registers only.
+    unsafe {
+        core::arch::asm!("fcvtn {h:v}.4h, {v:v}.4s", h = out(vreg) h, v = in(vreg) v,
+            options(pure, nomem, nostack));
+    }
+    h
 }
 
 /// Four floats rounded to bf16 as `half` rounds them, each in the high half of its lane (the

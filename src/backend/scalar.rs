@@ -21,11 +21,7 @@ pub(crate) fn is_available() -> bool {
 }
 
 /// The loop, for [`Backend::describe`](super::Backend::describe).
-pub(crate) const FORM: &str = if cfg!(all(
-    target_arch = "arm",
-    target_abi = "eabihf",
-    not(target_has_atomic = "64")
-)) {
+pub(crate) const FORM: &str = if cfg!(rope2d_mprofile_fpu) {
     "a hand-scheduled vmul/vmla loop (Arm M-profile FPU), no fused multiply-add"
 } else {
     "plain Rust, two roundings per product, no fused multiply-add"
@@ -131,11 +127,7 @@ impl<E: Element> Number for Float<E> {
     }
 
     /// On M-profile FPUs, `cortex_m.rs` runs the same arithmetic as a hand-scheduled loop.
-    #[cfg(all(
-        target_arch = "arm",
-        target_abi = "eabihf",
-        not(target_has_atomic = "64")
-    ))]
+    #[cfg(rope2d_mprofile_fpu)]
     #[inline(always)]
     fn rotate_pairs(
         x: &mut [E],

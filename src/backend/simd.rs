@@ -371,10 +371,7 @@ pub(super) use staging;
 /// The Q15 vector glue, for the backends with integer vector loops (avx2, avx512, neon): an
 /// arch file provides a [`Q15Blocks`] loop, [`q15_loop`] makes its registry entry. The x86
 /// files write theirs as [`lane_blocks`] over their [`Q15Lanes`] vector.
-#[cfg(any(
-    all(target_arch = "x86_64", feature = "avx2"),
-    all(target_arch = "aarch64", feature = "neon")
-))]
+#[cfg(any(all(target_arch = "x86_64", feature = "avx2"), rope2d_neon))]
 mod q15 {
     use super::super::scalar::{Fixed, Number, Q15, rotate_pairs_rust};
     #[cfg(target_arch = "x86_64")]
@@ -671,10 +668,7 @@ mod q15 {
         }
     }
 }
-#[cfg(any(
-    all(target_arch = "x86_64", feature = "avx2"),
-    all(target_arch = "aarch64", feature = "neon")
-))]
+#[cfg(any(all(target_arch = "x86_64", feature = "avx2"), rope2d_neon))]
 pub(super) use q15::{Q15Blocks, Q15Vectors, q15_loop};
 #[cfg(all(target_arch = "x86_64", feature = "avx2"))]
 pub(super) use q15::{Q15Lanes, lane_blocks};
