@@ -20,7 +20,7 @@
 use rope2d::half::{bf16, f16};
 use rope2d::{
     Backend, Direct, Direction, Element, Error, Grid, Layout, LearnedFreqs, Run, Scales, Shape,
-    Table, preset,
+    Spec, Table, preset,
 };
 
 fn backends() -> Vec<Backend> {
@@ -350,25 +350,32 @@ fn every_plan<E: Ty>(scales: (f32, f32)) {
             staged_is_exact(&input, ratio, "real coordinates", op_e, op_f);
         }
     }
-    // RoPE-Mixed (summed, per-head frequencies).
-    let (heads, d) = (3, 16);
-    let fx: Vec<f32> = (0..heads * d / 2).map(|i| 0.1 * i as f32).collect();
-    let fy: Vec<f32> = (0..heads * d / 2).map(|i| 0.05 * i as f32 - 1.0).collect();
-    let spec = preset::rope_mixed(d, heads, LearnedFreqs { x: &fx, y: &fy });
-    let mut storage = vec![[0.0f32; 2]; Table::storage_len(&spec, [4, 4]).unwrap()];
-    let table = Table::build(&mut storage, &spec, [4, 4]).unwrap();
-    let input = values::<E>(&mut rng, 16 * heads * d);
-    let (op_e, op_f) = both!(|b, x| table
-        .with_backend(b)
-        .unwrap()
-        .rotate(
-            x,
-            scaled(x, heads, scales),
-            Grid::new([4, 4]),
-            Direction::Forward
-        )
-        .unwrap());
-    staged_is_exact(&input, ratio, "RoPE-Mixed", op_e, op_f);
+    // RoPE-Mixed (summed, per-head frequencies): both layouts, both directions, heads of
+    // whole vectors (8 pairs) and not (10 pairs: a partial vector on every backend).
+    let heads = 3;
+    for (d, layout, dir) in [
+        (16, Layout::Interleaved, Direction::Forward),
+        (16, Layout::Half, Direction::Inverse),
+        (20, Layout::Interleaved, Direction::Inverse),
+        (20, Layout::Half, Direction::Forward),
+    ] {
+        let fx: Vec<f32> = (0..heads * d / 2).map(|i| 0.1 * i as f32).collect();
+        let fy: Vec<f32> = (0..heads * d / 2).map(|i| 0.05 * i as f32 - 1.0).collect();
+        let spec = Spec {
+            layout,
+            ..preset::rope_mixed(d, heads, LearnedFreqs { x: &fx, y: &fy })
+        };
+        let mut storage = vec![[0.0f32; 2]; Table::storage_len(&spec, [4, 4]).unwrap()];
+        let table = Table::build(&mut storage, &spec, [4, 4]).unwrap();
+        let input = values::<E>(&mut rng, 16 * heads * d);
+        let (op_e, op_f) = both!(|b, x| table
+            .with_backend(b)
+            .unwrap()
+            .rotate(x, scaled(x, heads, scales), Grid::new([4, 4]), dir)
+            .unwrap());
+        let what = format!("RoPE-Mixed d = {d} {layout:?} {dir:?}");
+        staged_is_exact(&input, ratio, &what, op_e, op_f);
+    }
 }
 
 #[test]
@@ -595,6 +602,17 @@ fn element_errors_write_nothing() {
         let err = loud.rotate_at(&mut q, same, &[[1, 1]], Direction::Forward);
         assert_eq!(err, Err(Error::ShapeOverflow), "{backend:?}, mscale 2e4");
         assert!(q.iter().all(|&v| v == 7));
+        // And per-head scales that requantise one head: the whole token is staged.
+        let mut scales = vec![Scales::SAME; heads];
+        scales[3] = Scales {
+            input: 0.5,
+            output: 0.25,
+        };
+        let positions: &[[u32; 2]] = &[[1, 1]];
+        let err =
+            direct.rotate_with_head_scales(&mut q, same, positions, &scales, Direction::Forward);
+        assert_eq!(err, Err(Error::ShapeOverflow), "{backend:?}, head scales");
+        assert!(q.iter().all(|&v| v == 7));
         // Under Miri the rotations in place run only on the backends with `unsafe` code:
         // each backend's three take about 20 s there (7 680 tableless RoPE-Mixed angles).
         if cfg!(miri) && matches!(backend, Backend::Scalar | Backend::Portable) {
@@ -695,8 +713,11 @@ fn per_head_scales() {
         let table = Table::build(&mut storage, &spec, [3, 4]).unwrap();
         let grid = Grid::new([3, 4]);
         let mut rng = Rng(7);
+        // Integers over half their range (head 0's doubling saturates only some of them);
+        // floats up to ±120.
+        let spread = if E::QUANTISED { 0.5 } else { 30.0 };
         let input: Vec<E> = (0..(prefix + 12) * heads * d)
-            .map(|_| E::from_f64(rng.value() * 30.0))
+            .map(|_| E::from_f64(rng.value() * spread))
             .collect();
         let scales = [
             Scales {

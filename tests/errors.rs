@@ -206,6 +206,7 @@ fn table_errors_leave_storage_untouched() {
             actual: 27
         })
     );
+    assert!(storage.iter().flatten().all(|&v| v == 7.0));
     let bad = Spec {
         freqs: Freqs::Base {
             base: 1.0,
@@ -304,6 +305,8 @@ fn rotation_errors_leave_buffers_untouched() {
             extent: 4
         })
     );
+    // The grid's lines inside the table are not rotated either.
+    assert!(untouched(&x));
     let list = [[0u32, 0], [2, 3], [3, 0]];
     let mut x = buffer(3 * token);
     assert_eq!(
@@ -356,10 +359,12 @@ fn rotation_errors_leave_buffers_untouched() {
     assert!(untouched(&x) && untouched(&y) && untouched(&w));
     // q and k: neither is touched unless both are valid.
     let (mut q, mut k) = (buffer(12 * token), buffer(12 * token - 1));
-    assert!(
-        table
-            .rotate_qk(&mut q, &mut k, Shape::heads(2), grid, FWD)
-            .is_err()
+    assert_eq!(
+        table.rotate_qk(&mut q, &mut k, Shape::heads(2), grid, FWD),
+        Err(Error::BufferLength {
+            actual: 12 * token - 1,
+            token_len: token
+        })
     );
     assert!(untouched(&q) && untouched(&k));
     // A bare run takes every token of a buffer, but q and k must still hold as many.
@@ -592,6 +597,18 @@ fn hf_errors() {
             );
         }
     }
+    // A partial rotary factor that leaves no pair.
+    let none = HfRope {
+        partial_rotary_factor: 0.01,
+        ..hf
+    };
+    assert_eq!(
+        none.spec(10, &mut freqs[..0]).err(),
+        Some(Error::RotaryDim {
+            pairs: 0,
+            head_dim: 64
+        })
+    );
     // Llama 3 with an original context of 0, as YaRN's and LongRoPE's.
     let llama3 = HfRope {
         scaling: HfScaling::Llama3 {
@@ -715,6 +732,45 @@ fn errors_display_and_debug() {
         Error::InvalidScales,
         Error::FixedPoint,
     ];
+    // One message per variant, its fields in their places.
+    let mut messages: Vec<String> = all.iter().map(|e| e.to_string()).collect();
+    messages.sort();
+    messages.dedup();
+    assert_eq!(messages.len(), all.len());
+    let placed = [
+        (
+            Error::StorageLength {
+                expected: 28,
+                actual: 27,
+            },
+            "table storage holds 27 entries, needs 28",
+        ),
+        (
+            Error::TokenCount {
+                expected: 4,
+                actual: 3,
+            },
+            "buffer holds 3 tokens, positions describe 4",
+        ),
+        (
+            Error::PositionOutOfRange {
+                axis: 1,
+                value: 5,
+                extent: 4,
+            },
+            "coordinate 5 on axis 1 outside a table of extent 4",
+        ),
+        (
+            Error::BufferLength {
+                actual: 31,
+                token_len: 32,
+            },
+            "buffer of 31 values is not a whole number of 32-value tokens",
+        ),
+    ];
+    for (e, message) in placed {
+        assert_eq!(e.to_string(), message);
+    }
     for e in all {
         assert!(!e.to_string().is_empty() && !format!("{e:?}").is_empty());
         // `core::error::Error` without any feature: `?` into `Box<dyn Error>` works by default.

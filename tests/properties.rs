@@ -725,3 +725,67 @@ fn non_finite_data_stays_in_its_pair() {
         assert_eq!(!v.is_finite(), poisoned, "index {i}: {v}");
     }
 }
+
+/// `HfRope::spec`'s frequencies against transformers' formulas in f64, with a partial rotary
+/// dimension (`dim` is the rotary dimension, not `head_dim`), and LongRoPE's two factor lists
+/// chosen by the sequence length (`seq_len > original`: the long ones).
+#[test]
+fn hf_frequencies_follow_the_rotary_dimension_and_the_sequence_length() {
+    let (theta, head_dim, max_pos) = (10_000.0f64, 64usize, 4096usize);
+    // partial_rotary_factor 0.5: a rotary dimension of 32, 16 pairs.
+    let (dim, pairs) = (32.0f64, 16usize);
+    let inv_freq = |k: usize, base: f64| base.powf(-((2 * k) as f64) / dim);
+    let hf = |scaling| HfRope {
+        rope_theta: theta,
+        head_dim,
+        partial_rotary_factor: 0.5,
+        max_position_embeddings: max_pos,
+        layout: Layout::Half,
+        scaling,
+    };
+    let check = |rope: HfRope<'_>, seq_len: usize, want: &dyn Fn(usize) -> f64, what: &str| {
+        assert_eq!(rope.pairs(), pairs, "{what}");
+        let mut freqs = vec![0f64; pairs];
+        let spec = rope.spec(seq_len, &mut freqs).unwrap();
+        assert_eq!((spec.head_dim, spec.pairs()), (head_dim, pairs), "{what}");
+        for (k, &f) in freqs.iter().enumerate() {
+            let w = want(k);
+            assert!((f - w).abs() <= 1e-12 * w, "{what} pair {k}: {f} vs {w}");
+        }
+    };
+    check(
+        hf(HfScaling::Linear { factor: 4.0 }),
+        10,
+        &|k| inv_freq(k, theta) / 4.0,
+        "linear",
+    );
+    // Dynamic NTK: base · (factor · seq / max − (factor − 1))^(dim / (dim − 2)).
+    let seq = 3 * max_pos;
+    let base = theta * (2.0 * seq as f64 / max_pos as f64 - 1.0).powf(dim / (dim - 2.0));
+    check(
+        hf(HfScaling::Dynamic { factor: 2.0 }),
+        seq,
+        &|k| inv_freq(k, base),
+        "dynamic",
+    );
+    let short: Vec<f64> = (0..pairs).map(|k| 1.0 + 0.25 * k as f64).collect();
+    let long: Vec<f64> = (0..pairs).map(|k| 2.0 + 0.5 * k as f64).collect();
+    let longrope = hf(HfScaling::LongRope {
+        short_factor: &short,
+        long_factor: &long,
+        factor: None,
+        original_max_position_embeddings: Some(1024),
+        attention_factor: None,
+    });
+    for (seq_len, factors, what) in [
+        (1024, &short, "longrope at the original length: short"),
+        (1025, &long, "longrope past it: long"),
+    ] {
+        check(
+            longrope,
+            seq_len,
+            &|k| inv_freq(k, theta) / factors[k],
+            what,
+        );
+    }
+}

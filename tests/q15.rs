@@ -615,12 +615,14 @@ fn q15_errors_write_nothing() {
         table.rotate(&mut h, Shape::heads(1), grid, Direction::Forward),
         Err(Error::FixedPoint)
     );
+    assert!(h.iter().all(|&v| v == f16::ONE));
     let mut x = vec![100i16; 16 * 16];
     let shape = Shape::heads(1).with_scales(0.5, 0.25);
     assert_eq!(
         table.rotate(&mut x, shape, grid, Direction::Forward),
         Err(Error::FixedPoint)
     );
+    assert!(x.iter().all(|&v| v == 100));
     // The checks every table makes: length, positions.
     assert!(matches!(
         table.rotate(&mut x[1..], Shape::heads(1), grid, Direction::Forward),
