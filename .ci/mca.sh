@@ -21,7 +21,7 @@ if [ ${#need[@]} -gt 0 ]; then
     sudo=(); [ "$(id -u)" = 0 ] || sudo=(sudo)
     "${sudo[@]}" apt-get -o DPkg::Lock::Timeout=300 update -qq
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
-        apt-get -o DPkg::Lock::Timeout=300 install -y -qq "${need[@]}"
+        apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "${need[@]}"
 fi
 rustup target add aarch64-unknown-linux-gnu thumbv7em-none-eabihf
 
