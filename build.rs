@@ -4,8 +4,9 @@
 //!   32 × 32 → 64-bit multiply (ARMv8-M Baseline, the M23, is alike but not built here);
 //! - `rope2d_armv7em`: ARMv7E-M (`thumbv7em-*`: Cortex-M4/M7) — the DSP extension;
 //! - `rope2d_mprofile_fpu`: an M-profile hard-float target (`thumbv7em-*eabihf`,
-//!   `thumbv8m.main-*eabihf`: FPv4-SP or FPv5, Cortex-M4F/M7/M33/M55…), whose chained
-//!   `vmla` the f32 scalar loop of `cortex_m.rs` uses;
+//!   `thumbv8m.main-*eabihf`, and `thumbv8.1m.main-*eabihf` should one appear: FPv4-SP or
+//!   FPv5, Cortex-M4F/M7/M33/M55…), whose chained `vmla` the f32 scalar loop of `cortex_m.rs`
+//!   uses;
 //! - `rope2d_neon`: the `Neon` backend is built — aarch64 with the `neon` feature where NEON
 //!   is a baseline target feature (every aarch64 target but bare-metal ones without it, such
 //!   as `aarch64-unknown-none-softfloat`, where it could not run).
@@ -22,7 +23,9 @@ fn main() {
     if target.starts_with("thumbv7em-") {
         println!("cargo:rustc-cfg=rope2d_armv7em");
     }
-    let m_profile = target.starts_with("thumbv7em-") || target.starts_with("thumbv8m.main-");
+    let m_profile = ["thumbv7em-", "thumbv8m.main-", "thumbv8.1m.main-"]
+        .iter()
+        .any(|p| target.starts_with(p));
     if m_profile && target.ends_with("eabihf") {
         println!("cargo:rustc-cfg=rope2d_mprofile_fpu");
     }

@@ -539,12 +539,50 @@ fn legacy(case: &Case, spec: &Value, kind: &str) -> Result<Report, String> {
         }
         other => return Err(format!("unknown kind `{other}`")),
     };
+    let mut scores = vec![case.score("explicit".into(), &out)];
+    if let Some((family, out)) = legacy_preset(case, spec, kind)? {
+        scores.push(case.score(format!("preset {family}"), &out));
+    }
     Ok(Report {
         name: case.name.clone(),
         tokens: case.positions.len(),
-        scores: vec![case.score("explicit".into(), &out)],
+        scores,
         float32_ref_error,
     })
+}
+
+/// An older-format file through the crate's named preset for the reference code its `source`
+/// names, when the file was run with that preset's parameters (`None` otherwise: rope-vit at
+/// base 10 000, and RoPE-Mixed, whose learned frequencies come from the file itself).
+fn legacy_preset(
+    case: &Case,
+    spec: &Value,
+    kind: &str,
+) -> Result<Option<(&'static str, Vec<f32>)>, String> {
+    let source = text(&case.root, "source")?;
+    let base = number(spec, "base")?;
+    let d = case.head_dim;
+    let from = |what: &str| source.contains(what);
+    let two_d = match (kind, base) {
+        ("axial2d", 100.0) if from("compute_axial_cis") || from("rope_2d.py") => {
+            Some(("rope_vit", preset::rope_vit(d)))
+        }
+        ("axial2d", 10_000.0) if from("RotaryEmbeddingCat") => Some(("eva02", preset::eva02(d))),
+        ("axial2d", 100.0) if from("RotaryEmbeddingDinoV3") => Some(("dinov3", preset::dinov3(d))),
+        _ => None,
+    };
+    if let Some((family, rope)) = two_d {
+        return Ok(Some((family, rotate_listed(case, &rope)?)));
+    }
+    let one_d = match (kind, base) {
+        ("rope1d", 10_000.0) if from("precompute_freqs_cis") => Some(("llama", preset::llama(d))),
+        ("rope1d", 10_000.0) if from("LlamaRotaryEmbedding") => Some(("neox", preset::neox(d))),
+        _ => None,
+    };
+    match one_d {
+        Some((family, rope)) => Ok(Some((family, rotate_listed(case, &rope)?))),
+        None => Ok(None),
+    }
 }
 
 /// A `pairs` file from its per-pair description.

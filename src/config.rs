@@ -54,7 +54,8 @@ pub enum Coords {
 pub enum Direction {
     /// Rotate by `+φ`: what a model does to its queries and keys.
     Forward,
-    /// Rotate by `−φ`: undoes [`Direction::Forward`].
+    /// Rotate by `−φ` (the transpose): undoes [`Direction::Forward`] when the spec's `mscale`
+    /// is 1; with a magnitude `m` (YaRN, LongRoPE) forward then inverse gives `m²·x`.
     Inverse,
 }
 
