@@ -585,7 +585,12 @@ fn spec_expect<const A: usize, P: Plan<A>>(spec: &Spec<'_, A, P>, facts: &PlanFa
     for c in &spec.coords {
         match *c {
             Coords::Rescale { reference: 0 } => e.breaks(Error::InvalidRefGrid),
-            Coords::Linspace { start, stop } if !(start.is_finite() && stop.is_finite()) => {
+            // Ends below the real-coordinate limit, and a finite difference between them.
+            Coords::Linspace { start, stop }
+                if !(start.abs() < real_limit(spec.precision)
+                    && stop.abs() < real_limit(spec.precision)
+                    && (stop - start).is_finite()) =>
+            {
                 e.breaks(Error::NonFiniteCoordinate)
             }
             _ => {}
@@ -865,6 +870,7 @@ fn table_case<const A: usize, P: Plan<A>>(
         extents: Some(extents),
         heads: facts.heads,
         mscale: spec.mscale,
+        real_limit: real_limit(spec.precision),
     };
     let view = views.first();
     let mut twins: Vec<Twin<'_, A>> = Vec::new();
@@ -1109,6 +1115,7 @@ fn direct_case<const A: usize, P: Plan<A>>(
         extents: None,
         heads: facts.heads,
         mscale: spec.mscale,
+        real_limit: real_limit(spec.precision),
     };
     let at = |x: &mut [f32], s: Shape, p: &[[u32; A]], d: Direction| direct.rotate_at(x, s, p, d);
     let twins = [Twin {
@@ -1461,6 +1468,17 @@ struct Rot<const A: usize> {
     /// RoPE-Mixed: the heads a buffer must have.
     heads: Option<usize>,
     mscale: f32,
+    /// Real coordinates must be below this in magnitude (`AnglePrecision::Float32`: 2⁹⁶).
+    real_limit: f32,
+}
+
+/// What a real coordinate's magnitude must stay below: 2⁹⁶ with `f32` angles (every
+/// frequency is below 2³² radians, so every angle stays finite), any finite value else.
+fn real_limit(precision: AnglePrecision) -> f32 {
+    match precision {
+        AnglePrecision::Exact => f32::INFINITY,
+        AnglePrecision::Float32 => f32::from_bits((127 + 96) << 23),
+    }
 }
 
 /// Another way to the same rotation, compared after every successful one: `rotate_at` of
@@ -2011,7 +2029,7 @@ fn real_coords<const A: usize>(
     let before = buffer.clone();
     let result = rotate_coords(&mut buffer[offset..offset + len], shape, &coords, dir);
     let mut expect = Expect::default();
-    if coords.iter().flatten().any(|c| !c.is_finite()) {
+    if coords.iter().flatten().any(|c| !(c.abs() < rot.real_limit)) {
         expect.breaks(Error::NonFiniteCoordinate);
     }
     heads_expect(&mut expect, rot, shape.heads);
@@ -2149,6 +2167,10 @@ fn hf_rope(u: &mut Unstructured<'_>, backend: Backend) -> Result<()> {
         {
             expect.breaks(Error::InvalidFrequency)
         }
+        HfScaling::Llama3 {
+            original_max_position_embeddings: 0,
+            ..
+        } => expect.breaks(Error::InvalidFrequency),
         HfScaling::LongRope {
             short_factor,
             long_factor,
@@ -2157,16 +2179,14 @@ fn hf_rope(u: &mut Unstructured<'_>, backend: Backend) -> Result<()> {
             attention_factor,
         } => {
             let original = original_max_position_embeddings.unwrap_or(hf.max_position_embeddings);
-            let chosen = if seq_len > original {
-                long_factor
-            } else {
-                short_factor
-            };
-            if chosen.len() != pairs {
-                expect.breaks(Error::FrequencyLength {
-                    expected: pairs,
-                    actual: chosen.len(),
-                });
+            // Both lists are checked, whichever the sequence length selects.
+            for factors in [short_factor, long_factor] {
+                if factors.len() != pairs {
+                    expect.breaks(Error::FrequencyLength {
+                        expected: pairs,
+                        actual: factors.len(),
+                    });
+                }
             }
             if original == 0 {
                 expect.breaks(Error::InvalidFrequency);
@@ -2220,6 +2240,7 @@ fn hf_rope(u: &mut Unstructured<'_>, backend: Backend) -> Result<()> {
         extents: None,
         heads: None,
         mscale: spec.mscale,
+        real_limit: real_limit(spec.precision),
     };
     let twins = [];
     let dir = direction(u)?;

@@ -693,10 +693,11 @@ unsafe fn rounded_below(v: __m256, hi: f32) -> __m256i {
 #[cfg(test)]
 mod tests {
     extern crate std;
-    use super::super::{Kernel, Pairing};
+    use super::super::{Kernel, Pairing, RowBuffer};
     use super::{Simd, V};
     use crate::config::{Direction, Layout};
     use crate::spec::Run;
+    use core::mem::MaybeUninit;
 
     /// The grid loop from the tables rotates a grid's buffer, and refuses, touching nothing,
     /// a buffer of more lines than the grid (its coordinates would step past the grid and the
@@ -754,5 +755,32 @@ mod tests {
             assert_eq!(ran, rotates, "origin {origin:?}, {lines} lines");
             assert_eq!(x.iter().all(|&v| v == 1.0), !rotates, "origin {origin:?}");
         }
+    }
+
+    /// The row functions hold their own bounds: `prepare` past the row stages nothing (its
+    /// padding would have been stored past the row's arrays — Miri sees it), and the line
+    /// loop refuses an empty section, which `line_fits` cannot bound (it would read table
+    /// floats never staged). The engine asks for neither.
+    #[test]
+    fn row_functions_refuse_what_lies_past_the_row() {
+        if !super::is_available() {
+            return;
+        }
+        type K = Simd<V, f32>;
+        let pairing = Pairing {
+            layout: Layout::Interleaved,
+            pairs: 8,
+        };
+        let (mut row_slot, mut table_slot) = (MaybeUninit::uninit(), MaybeUninit::uninit());
+        let row = <K as Kernel>::Row::init(&mut row_slot);
+        let table = <K as Kernel>::Row::init(&mut table_slot);
+        for first in [513, 600, 1100, usize::MAX / 4] {
+            <K as Kernel>::prepare(row, pairing, Direction::Forward, first, &[]);
+        }
+        <K as Kernel>::prepare(row, pairing, Direction::Forward, 0, &[[0.6, 0.8]; 8]);
+        let mut line = std::vec![1.0f32; 2 * 16];
+        let ran = <K as Kernel>::rotate_line_split(&mut line, 16, 16, pairing, row, (3, 0), table);
+        assert!(!ran);
+        assert!(line.iter().all(|&v| v == 1.0));
     }
 }

@@ -2191,13 +2191,18 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         entries: &[[f32; 2]],
     ) {
         let layout = Form::of::<E>(pairing.layout).row();
+        // Past the row there is nothing to stage (and its padding would not fit): the
+        // callers never ask, but this safe function must not rely on it.
+        if first_pair > row_pairs(layout) {
+            return;
+        }
         let room = pairing
             .pairs
             .min(row_pairs(layout))
             .saturating_sub(first_pair);
         let entries = entries.get(..entries.len().min(room)).unwrap_or(&[]);
         // SAFETY: `Simd<V>` only runs inside its arch file's `run`, which checked the
-        // instruction set; `first_pair + entries.len() ≤ row_pairs(layout)`.
+        // instruction set; `first_pair + entries.len() ≤ row_pairs(layout)` (checked above).
         unsafe { prepare::<V>(row, layout, dir, first_pair, entries) }
     }
 
@@ -2268,8 +2273,11 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         let Some(lead) = Self::line_table_lead(head_dim, pairing, first, len) else {
             return false;
         };
+        // An empty section would pass `line_fits` whatever the table holds (runs never are
+        // empty; refused so that the table bound below never rests on that).
         if head_dim == 0
             || token_len == 0
+            || len == 0
             || end > pairs
             || pairs > row.pairs(layout)
             || !line_fits(
@@ -2616,8 +2624,9 @@ pub(super) unsafe fn mca_regions<V: Stored<f32>>(
     n: usize,
 ) {
     let lanes = V::LANES;
-    // SAFETY: floats `i .. i + 4·LANES` of each array, `i < n`, and the instruction set
-    // (caller); the region markers are assembler comments.
+    // SAFETY: floats up to `i + 16·LANES` of `x` and `i + 8·LANES` of `a` and `b`, `i < n`,
+    // and the instruction set (the caller's contract above); the region markers are
+    // assembler comments.
     unsafe {
         let mut i = 0;
         while i < n {
