@@ -146,7 +146,7 @@ typedef struct rope2d_scales {
 // The number of heads differs from the spec's (RoPE-Mixed).
 #define ROPE2D_ERROR_HEAD_COUNT 26
 
-// A coordinate is not finite.
+// A coordinate is not finite (with float32 angles: or of magnitude 2^96 or more).
 #define ROPE2D_ERROR_NON_FINITE_COORDINATE 27
 
 // A size computation overflows (or a buffer exceeds the address space).

@@ -89,7 +89,7 @@ pub const ROPE2D_ERROR_TOKEN_COUNT: rope2d_status = 24;
 pub const ROPE2D_ERROR_POSITION_OUT_OF_RANGE: rope2d_status = 25;
 /// The number of heads differs from the spec's (RoPE-Mixed).
 pub const ROPE2D_ERROR_HEAD_COUNT: rope2d_status = 26;
-/// A coordinate is not finite (with float32 angles: or its angle is not).
+/// A coordinate is not finite (with float32 angles: or of magnitude 2^96 or more).
 pub const ROPE2D_ERROR_NON_FINITE_COORDINATE: rope2d_status = 27;
 /// A size computation overflows (or a buffer exceeds the address space).
 pub const ROPE2D_ERROR_SHAPE_OVERFLOW: rope2d_status = 28;
