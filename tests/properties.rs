@@ -245,7 +245,76 @@ fn models() -> Vec<Model> {
         (vec![0; 32], yarn),
         0.1 * 4f64.ln() + 1.0,
     );
+    // `linear` (factor 4): every frequency divided by the factor.
+    let linear = (0..32).map(|k| pow(10_000.0, 2 * k, 64) / 4.0).collect();
+    push("hf_linear", 64, Layout::Half, (vec![0; 32], linear), 1.0);
+    // `dynamic` (factor 2, 4 096 positions, a 65 536-token sequence): the base raised by
+    // `(factor · seq / max − (factor − 1))^(dim / (dim − 2))`.
+    let ntk_base = 10_000.0 * (2.0f64 * 65_536.0 / 4096.0 - 1.0).powf(64.0 / 62.0);
+    let dynamic = (0..32).map(|k| pow(ntk_base, 2 * k, 64)).collect();
+    push("hf_dynamic", 64, Layout::Half, (vec![0; 32], dynamic), 1.0);
+    // `llama3` (Llama 3.1: theta 500 000, factor 8, low 1, high 4, original 8 192), as
+    // transformers' `_compute_llama3_parameters`.
+    let llama3 = (0..64)
+        .map(|k| {
+            let f = pow(500_000.0, 2 * k, 128);
+            let wavelen = TAU / f;
+            if wavelen < 8192.0 / 4.0 {
+                f
+            } else if wavelen > 8192.0 / 1.0 {
+                f / 8.0
+            } else {
+                let smooth = (8192.0 / wavelen - 1.0) / (4.0 - 1.0);
+                (1.0 - smooth) * f / 8.0 + smooth * f
+            }
+        })
+        .collect();
+    push("hf_llama3", 128, Layout::Half, (vec![0; 64], llama3), 1.0);
+    // `longrope` (factor 16, original 4 096, a 65 536-token sequence: the long factors), as
+    // `_compute_longrope_parameters`: attention factor `sqrt(1 + ln(factor) / ln(original))`.
+    let longrope = (0..32)
+        .map(|k| pow(10_000.0, 2 * k, 64) / LONG_FACTORS[k])
+        .collect();
+    push(
+        "hf_longrope",
+        64,
+        Layout::Half,
+        (vec![0; 32], longrope),
+        (1.0 + 16f64.ln() / 4096f64.ln()).sqrt(),
+    );
     out
+}
+
+/// LongRoPE's factors for the `hf_longrope` model: the long list rises from 1 to 8.75, the
+/// short one (never selected at 65 536 tokens) stays near 1.
+const LONG_FACTORS: [f64; 32] = {
+    let mut f = [0.0; 32];
+    let mut k = 0;
+    while k < 32 {
+        f[k] = 1.0 + 0.25 * k as f64;
+        k += 1;
+    }
+    f
+};
+const SHORT_FACTORS: [f64; 32] = [1.05; 32];
+
+/// A Hugging Face config's spec, 1-D, `head_dim` `d`, for a 65 536-token sequence.
+fn hf_spec<'f>(
+    d: usize,
+    rope_theta: f64,
+    max_position_embeddings: usize,
+    scaling: HfScaling<'_>,
+    freqs: &'f mut [f64],
+) -> SpecAny<'f> {
+    let hf = HfRope {
+        rope_theta,
+        head_dim: d,
+        partial_rotary_factor: 1.0,
+        max_position_embeddings,
+        layout: Layout::Half,
+        scaling,
+    };
+    SpecAny::OneExplicit(hf.spec(65_536, freqs).unwrap())
 }
 
 /// The crate's spec for a model, by name.
@@ -286,6 +355,33 @@ fn spec_of<'f>(model: &Model, freqs: &'f mut [f64]) -> SpecAny<'f> {
                 },
             };
             SpecAny::OneExplicit(hf.spec(65_536, freqs).unwrap())
+        }
+        "hf_linear" => hf_spec(
+            d,
+            10_000.0,
+            16_384,
+            HfScaling::Linear { factor: 4.0 },
+            freqs,
+        ),
+        "hf_dynamic" => hf_spec(d, 10_000.0, 4096, HfScaling::Dynamic { factor: 2.0 }, freqs),
+        "hf_llama3" => {
+            let scaling = HfScaling::Llama3 {
+                factor: 8.0,
+                low_freq_factor: 1.0,
+                high_freq_factor: 4.0,
+                original_max_position_embeddings: 8192,
+            };
+            hf_spec(d, 500_000.0, 131_072, scaling, freqs)
+        }
+        "hf_longrope" => {
+            let scaling = HfScaling::LongRope {
+                short_factor: &SHORT_FACTORS,
+                long_factor: &LONG_FACTORS,
+                factor: Some(16.0),
+                original_max_position_embeddings: Some(4096),
+                attention_factor: None,
+            };
+            hf_spec(d, 10_000.0, 65_536, scaling, freqs)
         }
         other => panic!("no spec for {other}"),
     }
