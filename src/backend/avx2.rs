@@ -387,6 +387,8 @@ unsafe fn first_lanes(n: usize) -> __m256i {
 // SAFETY: every method is an AVX2/FMA intrinsic (available: see `V`) on the pointers the
 // trait's contract makes valid.
 unsafe impl Vector for V {
+    // 16 registers: six vectors' cosines and sines beside the loop's own.
+    const ANGLE_REGISTERS: usize = 6;
     const LANES: usize = 8;
 
     #[inline(always)]

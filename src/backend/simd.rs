@@ -136,6 +136,11 @@ pub(super) unsafe trait Vector: Copy {
     /// independent work to cover the load, swap, multiply and fused multiply-add latencies,
     /// in-order cores most of all (NEON). AVX2 and AVX-512 are throughput-bound at two.
     const WIDE_STEPS: bool = false;
+    /// Most vectors of angles (a cosine and a sine register each) a head loop keeps in
+    /// registers beside its working ones: [`REGISTER_VECTORS`] with 32 registers, fewer with
+    /// AVX2's 16 — there [`grid_from_entries`] keeps a grid line's vectors of an 8-vector head
+    /// in memory.
+    const ANGLE_REGISTERS: usize = REGISTER_VECTORS;
     /// `LANES` floats from `p` (unaligned).
     unsafe fn load(p: *const f32) -> Self;
     /// Stores `LANES` floats at `p` (unaligned).
@@ -1422,62 +1427,43 @@ unsafe fn head_from_registers<V: Stored<E>, E: Element, const N: usize>(
     a: &[V; N],
     b: &[V; N],
 ) {
-    // SAFETY: as the caller guarantees.
+    for j in 0..N {
+        // SAFETY: vector `j < N` of the head (caller).
+        unsafe { vector_from_registers::<V, E, N>(p, form, j, a[j], b[j]) };
+    }
+}
+
+/// Vector `j` of the head of `N` vectors at `p` (as [`head_from_registers`]), rotated by the
+/// angles `a`, `b`.
+///
+/// # Safety
+///
+/// As for [`head_from_registers`]; `j < N`.
+#[inline(always)]
+unsafe fn vector_from_registers<V: Stored<E>, E: Element, const N: usize>(
+    p: *mut E,
+    form: Form,
+    j: usize,
+    a: V,
+    b: V,
+) {
+    let lanes = V::LANES;
+    // SAFETY: vector `j` of the head (interleaved: floats `j·LANES ..`; half: pairs
+    // `j·LANES ..` of each half; split: values `2·j·LANES ..`), inside it (caller).
     unsafe {
         match form {
-            Form::Interleaved => interleaved_head_from_registers::<V, E, N>(p, a, b),
-            Form::Half => half_head_from_registers::<V, E, N>(p, a, b),
-            Form::Split => {
-                for j in 0..N {
-                    // Pairs `j·LANES ..` of the head: values `2·j·LANES ..`.
-                    let q = p.add(2 * j * V::LANES);
-                    // `E` is `bf16` (`Form::of`): its values are `u16` bit patterns.
-                    split_step::<V>(q.cast(), a[j], b[j]);
-                }
+            Form::Interleaved => {
+                let q = p.add(j * lanes);
+                interleaved(V::load_values(q), a, b).store_rotated(q);
             }
-        }
-    }
-}
-
-/// One interleaved head of `N` vectors at `p`, rotated by angles held in registers.
-///
-/// # Safety
-///
-/// `V`'s instruction set is available; `N·LANES` floats readable and writable at `p`.
-#[inline(always)]
-unsafe fn interleaved_head_from_registers<V: Stored<E>, E: Element, const N: usize>(
-    p: *mut E,
-    a: &[V; N],
-    b: &[V; N],
-) {
-    for j in 0..N {
-        // SAFETY: vector `j` of the head (caller).
-        unsafe {
-            let q = p.add(j * V::LANES);
-            interleaved(V::load_values(q), a[j], b[j]).store_rotated(q);
-        }
-    }
-}
-
-/// One half-layout head of `N` vectors of pairs at `p` (second elements `N` vectors on),
-/// rotated by angles held in registers.
-///
-/// # Safety
-///
-/// `V`'s instruction set is available; `2·N·LANES` floats readable and writable at `p`.
-#[inline(always)]
-unsafe fn half_head_from_registers<V: Stored<E>, E: Element, const N: usize>(
-    p: *mut E,
-    a: &[V; N],
-    b: &[V; N],
-) {
-    for j in 0..N {
-        // SAFETY: vectors `j` and `N + j` of the head (caller).
-        unsafe {
-            let (lo, hi) = (p.add(j * V::LANES), p.add((N + j) * V::LANES));
-            let (xv, yv) = half(V::load_values(lo), V::load_values(hi), a[j], b[j]);
-            xv.store_rotated(lo);
-            yv.store_rotated(hi);
+            Form::Half => {
+                let (lo, hi) = (p.add(j * lanes), p.add((N + j) * lanes));
+                let (xv, yv) = half(V::load_values(lo), V::load_values(hi), a, b);
+                xv.store_rotated(lo);
+                yv.store_rotated(hi);
+            }
+            // `E` is `bf16` (`Form::of`): its values are `u16` bit patterns.
+            Form::Split => split_step::<V>(p.add(2 * j * lanes).cast(), a, b),
         }
     }
 }
@@ -1946,6 +1932,18 @@ unsafe fn grid_from_entries<V: Stored<E>, E: Element, const N: usize, const A: u
             stride = v.stride;
         }
     }
+    // Heads of 8 vectors whose line and token angles are their two halves (2-D axial
+    // grids), on vectors with fewer angle registers (AVX2): the token's half in registers,
+    // the line's read by the head loop from memory. Held in arrays, the 16 angle vectors were
+    // spilled and moved between registers and the stack at every token (about 45 `vmovaps`
+    // a token, a quarter of `vit_s`'s time on an AMD Zen 3).
+    const HALF: usize = REGISTER_VECTORS / 2;
+    let token_half = match varying {
+        _ if N != 2 * HALF || N <= V::ANGLE_REGISTERS => None,
+        0x0F => Some(0),
+        0xF0 => Some(HALF),
+        _ => None,
+    };
     let mut position = origin;
     let mut head = x.as_mut_ptr();
     for _ in 0..lines {
@@ -1958,6 +1956,47 @@ unsafe fn grid_from_entries<V: Stored<E>, E: Element, const N: usize, const A: u
             }
         }
         let mut along = 0;
+        if let Some(first) = token_half {
+            let line_first = HALF - first;
+            let mut line = [zero; 2 * HALF];
+            for k in 0..HALF {
+                (line[k], line[HALF + k]) = (a[line_first + k], b[line_first + k]);
+            }
+            // Opaque to the optimiser, so that it reads the line's angles in the head loop
+            // (memory operands) rather than hoisting them into registers it does not have.
+            let line = core::hint::black_box(&line);
+            for _ in 0..tokens {
+                let (mut ta, mut tb) = ([zero; HALF], [zero; HALF]);
+                for k in 0..HALF {
+                    // SAFETY: as below, the token's coordinate on the last axis (the
+                    // vectors `first ..` vary along the line).
+                    (ta[k], tb[k]) = unsafe {
+                        angles_from_entries::<V>(
+                            form.row(),
+                            from[first + k].wrapping_add(along),
+                            flips,
+                        )
+                    };
+                }
+                along += stride;
+                for _ in 0..heads {
+                    // SAFETY: as below; vectors `first + k` and `line_first + k` are below
+                    // `N`.
+                    unsafe {
+                        for k in 0..HALF {
+                            vector_from_registers::<V, E, N>(head, form, first + k, ta[k], tb[k]);
+                        }
+                        for k in 0..HALF {
+                            let (la, lb) = (line[k], line[HALF + k]);
+                            vector_from_registers::<V, E, N>(head, form, line_first + k, la, lb);
+                        }
+                        head = head.add(head_dim);
+                    }
+                }
+            }
+            super::engine::next_line(&mut position, origin, extents);
+            continue;
+        }
         for _ in 0..tokens {
             for j in 0..N {
                 if varying & (1 << j) != 0 {
@@ -2606,8 +2645,7 @@ macro_rules! mca_region {
 /// only with `--cfg rope2d_mca`, from each arch file's `mca` wrapper. A region is one
 /// iteration of a production loop — the same inlined functions ([`interleaved_step`] and
 /// [`half_step`], or [`interleaved_wide_step`] and [`half_wide_step`], whichever steps the
-/// vector type's loops take; [`interleaved_head_from_registers`],
-/// [`half_head_from_registers`]) — and its name ends in the vectors of floats it rotates
+/// vector type's loops take; [`head_from_registers`]) — and its name ends in the vectors of floats it rotates
 /// (`_2v`), which the script turns into cycles per 16 floats. `stream` loads and stores as
 /// many bytes (a copy, `a` to `x`) with no arithmetic: the floor each form is compared with.
 ///
@@ -2680,7 +2718,7 @@ pub(super) unsafe fn mca_regions<V: Stored<f32>>(
         while i < n {
             mca_region!(
                 "interleaved_registers_4v",
-                interleaved_head_from_registers::<V, f32, 4>(x.add(i), &ra, &rb)
+                head_from_registers::<V, f32, 4>(x.add(i), Form::Interleaved, &ra, &rb)
             );
             i += 4 * lanes;
         }
@@ -2689,7 +2727,7 @@ pub(super) unsafe fn mca_regions<V: Stored<f32>>(
         while i < n {
             mca_region!(
                 "half_registers_4v",
-                half_head_from_registers::<V, f32, 2>(x.add(i), &ra, &rb)
+                head_from_registers::<V, f32, 2>(x.add(i), Form::Half, &ra, &rb)
             );
             i += 4 * lanes;
         }
@@ -2703,7 +2741,7 @@ pub(super) unsafe fn mca_regions<V: Stored<f32>>(
         while i < n {
             mca_region!(
                 "interleaved_registers8_8v",
-                interleaved_head_from_registers::<V, f32, 8>(x.add(i), &ra, &rb)
+                head_from_registers::<V, f32, 8>(x.add(i), Form::Interleaved, &ra, &rb)
             );
             i += 8 * lanes;
         }
@@ -2711,7 +2749,7 @@ pub(super) unsafe fn mca_regions<V: Stored<f32>>(
         while i < n {
             mca_region!(
                 "half_registers8_16v",
-                half_head_from_registers::<V, f32, 8>(x.add(i), &ra, &rb)
+                head_from_registers::<V, f32, 8>(x.add(i), Form::Half, &ra, &rb)
             );
             i += 16 * lanes;
         }
