@@ -337,24 +337,17 @@ fn spec_of<'f>(model: &Model, freqs: &'f mut [f64]) -> SpecAny<'f> {
         "qwen3_vl_mrope" => SpecAny::Interleaved(preset::qwen3_vl_mrope(d, 5e6, [24, 20, 20])),
         "qwen3_vl_unbalanced" => SpecAny::Interleaved(preset::qwen3_vl_mrope(d, 5e6, [2, 20, 10])),
         "hf_yarn" => {
-            let hf = HfRope {
-                rope_theta: 10_000.0,
-                head_dim: d,
-                partial_rotary_factor: 1.0,
-                max_position_embeddings: 16_384,
-                layout: Layout::Half,
-                scaling: HfScaling::Yarn {
-                    factor: 4.0,
-                    original_max_position_embeddings: Some(4096),
-                    beta_fast: 32.0,
-                    beta_slow: 1.0,
-                    attention_factor: None,
-                    mscale: None,
-                    mscale_all_dim: None,
-                    truncate: true,
-                },
+            let scaling = HfScaling::Yarn {
+                factor: 4.0,
+                original_max_position_embeddings: Some(4096),
+                beta_fast: 32.0,
+                beta_slow: 1.0,
+                attention_factor: None,
+                mscale: None,
+                mscale_all_dim: None,
+                truncate: true,
             };
-            SpecAny::OneExplicit(hf.spec(65_536, freqs).unwrap())
+            hf_spec(d, 10_000.0, 16_384, scaling, freqs)
         }
         "hf_linear" => hf_spec(
             d,

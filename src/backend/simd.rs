@@ -1968,8 +1968,8 @@ unsafe fn grid_from_entries<V: Stored<E>, E: Element, const N: usize, const A: u
             for _ in 0..tokens {
                 let (mut ta, mut tb) = ([zero; HALF], [zero; HALF]);
                 for k in 0..HALF {
-                    // SAFETY: as below, the token's coordinate on the last axis (the
-                    // vectors `first ..` vary along the line).
+                    // SAFETY: vector `first + k`'s entries (it varies along the line) of
+                    // the token's coordinate on the last axis, inside the grid (caller).
                     (ta[k], tb[k]) = unsafe {
                         angles_from_entries::<V>(
                             form.row(),
@@ -1980,8 +1980,8 @@ unsafe fn grid_from_entries<V: Stored<E>, E: Element, const N: usize, const A: u
                 }
                 along += stride;
                 for _ in 0..heads {
-                    // SAFETY: as below; vectors `first + k` and `line_first + k` are below
-                    // `N`.
+                    // SAFETY: the head is `d` values of `x`, counted as below; vectors
+                    // `first + k` and `line_first + k` are below `N = 2·HALF`.
                     unsafe {
                         for k in 0..HALF {
                             vector_from_registers::<V, E, N>(head, form, first + k, ta[k], tb[k]);
@@ -2645,8 +2645,8 @@ macro_rules! mca_region {
 /// only with `--cfg rope2d_mca`, from each arch file's `mca` wrapper. A region is one
 /// iteration of a production loop — the same inlined functions ([`interleaved_step`] and
 /// [`half_step`], or [`interleaved_wide_step`] and [`half_wide_step`], whichever steps the
-/// vector type's loops take; [`head_from_registers`]) — and its name ends in the vectors of floats it rotates
-/// (`_2v`), which the script turns into cycles per 16 floats. `stream` loads and stores as
+/// vector type's loops take; [`head_from_registers`]) — and its name ends in the vectors of
+/// floats it rotates (`_2v`), which the script turns into cycles per 16 floats. `stream` loads and stores as
 /// many bytes (a copy, `a` to `x`) with no arithmetic: the floor each form is compared with.
 ///
 /// # Safety
