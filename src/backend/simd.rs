@@ -226,6 +226,18 @@ pub(super) unsafe trait Stored<E: Element>: Bf16Pairs {
         // SAFETY: as for `store_values` (caller).
         unsafe { self.store_values(p) }
     }
+    /// Stores two rotation outputs as `2·LANES` consecutive values at `p`, `first` then
+    /// `second`, each rounded as [`store_rotated`](Self::store_rotated) rounds it. An arch
+    /// file may narrow both with one pack and one store: AVX2's packs work within 128-bit
+    /// lanes, and the shuffle that puts their lanes in order then serves two vectors.
+    #[inline(always)]
+    unsafe fn store_rotated_pair(first: Self, second: Self, p: *mut E) {
+        // SAFETY: `2·LANES` values writable at `p` (caller), as for `store_rotated`.
+        unsafe {
+            first.store_rotated(p);
+            second.store_rotated(p.add(Self::LANES));
+        }
+    }
     /// The first `n < LANES` values from `p`, the other lanes zero; nothing else is read.
     #[inline(always)]
     unsafe fn load_values_partial(p: *const E, n: usize) -> Self {
@@ -1152,8 +1164,9 @@ unsafe fn interleaved_step<V: Stored<E>, E: Element>(p: *mut E, a: *const f32, b
     // SAFETY: as the caller guarantees.
     unsafe {
         let (x0, x1) = (V::load_values(p), V::load_values(p.add(lanes)));
-        interleaved(x0, V::load(a), V::load(b)).store_rotated(p);
-        interleaved(x1, V::load(a.add(lanes)), V::load(b.add(lanes))).store_rotated(p.add(lanes));
+        let y0 = interleaved(x0, V::load(a), V::load(b));
+        let y1 = interleaved(x1, V::load(a.add(lanes)), V::load(b.add(lanes)));
+        V::store_rotated_pair(y0, y1, p);
     }
 }
 
@@ -1179,8 +1192,8 @@ unsafe fn interleaved_wide_step<V: Stored<E>, E: Element>(p: *mut E, a: *const f
         let products = STEP.map(|j| swapped[j].mul(sines[j]));
         // `interleaved`'s arithmetic: `x·a + swap(x)·b`, the product with `a` fused.
         let out = STEP.map(|j| x[j].fmadd(cosines[j], products[j]));
-        for (j, v) in out.into_iter().enumerate() {
-            v.store_rotated(p.add(j * lanes));
+        for j in [0, 2, 4, 6] {
+            V::store_rotated_pair(out[j], out[j + 1], p.add(j * lanes));
         }
     }
 }
@@ -1240,9 +1253,18 @@ unsafe fn half_wide_step<V: Stored<E>, E: Element>(
         // `half`'s arithmetic: `(x·c − y·s, y·c + x·s)`, the products with `c` fused.
         let x_out = STEP.map(|j| x[j].fmsub(cosines[j], ys[j]));
         let y_out = STEP.map(|j| y[j].fmadd(cosines[j], xs[j]));
-        for j in STEP {
-            x_out[j].store_rotated(lo.add(j * lanes));
-            y_out[j].store_rotated(hi.add(j * lanes));
+        if E::FORMAT == Format::F32 {
+            // Nothing to narrow: each vector's two halves in turn (stored in pairs, an
+            // in-order Cortex-A53 waits longer: llvm-mca's `neon half`, 31 → 34 cycles).
+            for j in STEP {
+                x_out[j].store_rotated(lo.add(j * lanes));
+                y_out[j].store_rotated(hi.add(j * lanes));
+            }
+        } else {
+            for j in [0, 2] {
+                V::store_rotated_pair(x_out[j], x_out[j + 1], lo.add(j * lanes));
+                V::store_rotated_pair(y_out[j], y_out[j + 1], hi.add(j * lanes));
+            }
         }
     }
 }
@@ -1427,7 +1449,15 @@ unsafe fn head_from_registers<V: Stored<E>, E: Element, const N: usize>(
     a: &[V; N],
     b: &[V; N],
 ) {
-    for j in 0..N {
+    let mut j = 0;
+    while j + 1 < N {
+        // SAFETY: vectors `j`, `j + 1 < N` of the head (caller).
+        unsafe {
+            vectors_from_registers::<V, E, N>(p, form, j, [a[j], a[j + 1]], [b[j], b[j + 1]])
+        };
+        j += 2;
+    }
+    if j < N {
         // SAFETY: vector `j < N` of the head (caller).
         unsafe { vector_from_registers::<V, E, N>(p, form, j, a[j], b[j]) };
     }
@@ -1464,6 +1494,65 @@ unsafe fn vector_from_registers<V: Stored<E>, E: Element, const N: usize>(
             }
             // `E` is `bf16` (`Form::of`): its values are `u16` bit patterns.
             Form::Split => split_step::<V>(p.add(2 * j * lanes).cast(), a, b),
+        }
+    }
+}
+
+/// Vectors `j` and `j + 1` of the head of `N` vectors at `p` (as [`head_from_registers`]),
+/// rotated by the angles `a`, `b` (one per vector) and stored as pairs
+/// ([`Stored::store_rotated_pair`]).
+///
+/// # Safety
+///
+/// As for [`head_from_registers`]; `j + 1 < N`.
+#[inline(always)]
+unsafe fn vectors_from_registers<V: Stored<E>, E: Element, const N: usize>(
+    p: *mut E,
+    form: Form,
+    j: usize,
+    a: [V; 2],
+    b: [V; 2],
+) {
+    if E::FORMAT == Format::F32 {
+        // Nothing to narrow: one vector at a time, each one's values live the shortest (two
+        // at once, `f32`'s half layout at 8 vectors spills on AVX2, llvm-mca's
+        // `half_registers8`).
+        // SAFETY: vectors `j`, `j + 1 < N` of the head (caller).
+        unsafe {
+            vector_from_registers::<V, E, N>(p, form, j, a[0], b[0]);
+            vector_from_registers::<V, E, N>(p, form, j + 1, a[1], b[1]);
+        }
+        return;
+    }
+    let lanes = V::LANES;
+    // SAFETY: vectors `j` and `j + 1` of the head, consecutive in memory in each form
+    // (interleaved: floats `j·LANES .. (j + 2)·LANES`; half: pairs `j·LANES ..` of each
+    // half; split: values `2·j·LANES ..`), inside it (caller).
+    unsafe {
+        match form {
+            Form::Interleaved => {
+                let q = p.add(j * lanes);
+                let y0 = interleaved(V::load_values(q), a[0], b[0]);
+                let y1 = interleaved(V::load_values(q.add(lanes)), a[1], b[1]);
+                V::store_rotated_pair(y0, y1, q);
+            }
+            Form::Half => {
+                let (lo, hi) = (p.add(j * lanes), p.add((N + j) * lanes));
+                let (x0, y0) = half(V::load_values(lo), V::load_values(hi), a[0], b[0]);
+                let (x1, y1) = half(
+                    V::load_values(lo.add(lanes)),
+                    V::load_values(hi.add(lanes)),
+                    a[1],
+                    b[1],
+                );
+                V::store_rotated_pair(x0, x1, lo);
+                V::store_rotated_pair(y0, y1, hi);
+            }
+            Form::Split => {
+                let q = p.add(2 * j * lanes).cast();
+                split_step::<V>(q, a[0], b[0]);
+                split_step::<V>(q.add(2 * lanes), a[1], b[1]);
+            }
         }
     }
 }
@@ -1983,12 +2072,15 @@ unsafe fn grid_from_entries<V: Stored<E>, E: Element, const N: usize, const A: u
                     // SAFETY: the head is `d` values of `x`, counted as below; vectors
                     // `first + k` and `line_first + k` are below `N = 2·HALF`.
                     unsafe {
-                        for k in 0..HALF {
-                            vector_from_registers::<V, E, N>(head, form, first + k, ta[k], tb[k]);
+                        // In pairs of vectors (`HALF` is even).
+                        for k in (0..HALF).step_by(2) {
+                            let (a, b) = ([ta[k], ta[k + 1]], [tb[k], tb[k + 1]]);
+                            vectors_from_registers::<V, E, N>(head, form, first + k, a, b);
                         }
-                        for k in 0..HALF {
-                            let (la, lb) = (line[k], line[HALF + k]);
-                            vector_from_registers::<V, E, N>(head, form, line_first + k, la, lb);
+                        for k in (0..HALF).step_by(2) {
+                            let a = [line[k], line[k + 1]];
+                            let b = [line[HALF + k], line[HALF + k + 1]];
+                            vectors_from_registers::<V, E, N>(head, form, line_first + k, a, b);
                         }
                         head = head.add(head_dim);
                     }
