@@ -527,8 +527,8 @@ unsafe impl Bf16Pairs for V {
         unsafe {
             // Odd 16-bit words (each lane's high half) from the second element's rounding,
             // even ones from the first's, shifted down.
-            let first = _mm256_srli_epi32::<16>(bf16_rounded(a.0));
-            let words = _mm256_blend_epi16::<0b1010_1010>(first, bf16_rounded(b.0));
+            let first = _mm256_srli_epi32::<16>(bf16_nearest_even(a.0));
+            let words = _mm256_blend_epi16::<0b1010_1010>(first, bf16_nearest_even(b.0));
             _mm256_storeu_si256(p.cast(), words);
         }
     }
@@ -590,6 +590,10 @@ unsafe impl<E: Element> Stored<E> for V {
             match E::FORMAT {
                 Format::I16 => store_i16(_mm256_cvtps_epi32(self.0), p.cast()),
                 Format::I8 => store_i8(_mm256_cvtps_epi32(self.0), p.cast()),
+                Format::Bf16 => {
+                    let lanes = _mm256_srli_epi32::<16>(bf16_nearest_even(self.0));
+                    _mm_storeu_si128(p.cast(), bf16_packed(lanes));
+                }
                 _ => self.store_values(p),
             }
         }
@@ -619,7 +623,8 @@ unsafe impl<E: Element> Stored<E> for V {
                     _mm_storeu_si128(p.cast(), _mm_shuffle_epi32::<0b11_01_10_00>(bytes));
                 }
                 Format::Bf16 => {
-                    let (b0, b1) = (bf16_lanes(first.0), bf16_lanes(second.0));
+                    let b0 = _mm256_srli_epi32::<16>(bf16_nearest_even(first.0));
+                    let b1 = _mm256_srli_epi32::<16>(bf16_nearest_even(second.0));
                     // Every lane is below 2¹⁶: nothing saturates.
                     _mm256_storeu_si256(p.cast(), in_order(_mm256_packus_epi32(b0, b1)));
                 }
@@ -687,8 +692,18 @@ unsafe fn store_i8(w: __m256i, p: *mut i8) {
 #[inline(always)]
 unsafe fn bf16_bits(v: __m256) -> core::arch::x86_64::__m128i {
     // SAFETY: AVX2 (caller).
+    unsafe { bf16_packed(_mm256_srli_epi32::<16>(bf16_rounded(v))) }
+}
+
+/// Eight 32-bit lanes below 2¹⁶ packed into 8 × 16 bits in order.
+///
+/// # Safety
+///
+/// The CPU supports AVX2.
+#[inline(always)]
+unsafe fn bf16_packed(b: __m256i) -> core::arch::x86_64::__m128i {
+    // SAFETY: AVX2 (caller).
     unsafe {
-        let b = bf16_lanes(v);
         // packus works within 128-bit lanes: [b0..b3, b0..b3 | b4..b7, b4..b7]; keep qwords
         // 0 and 2 (every lane is below 2¹⁶, so nothing saturates).
         let packed = _mm256_permute4x64_epi64::<0b1000>(_mm256_packus_epi32(b, b));
@@ -696,24 +711,21 @@ unsafe fn bf16_bits(v: __m256) -> core::arch::x86_64::__m128i {
     }
 }
 
-/// Eight floats rounded to bf16 as [`bf16_bits`] rounds them, each in the low half of its
-/// 32-bit lane (the high half zero).
+/// Eight floats rounded to bf16 nearest-even, each in the high half of its lane (the low half
+/// garbage): `0x7FFF` and the kept part's lowest bit added. As `half` rounds them but for
+/// NaNs, unless they are quiet with zero low 16 bits (a rotation loop's: see
+/// [`Stored::store_rotated`]).
 ///
 /// # Safety
 ///
 /// The CPU supports AVX2.
 #[inline(always)]
-unsafe fn bf16_lanes(v: __m256) -> __m256i {
+unsafe fn bf16_nearest_even(v: __m256) -> __m256i {
     // SAFETY: AVX2 (caller).
     unsafe {
         let x = _mm256_castps_si256(v);
         let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(x), _mm256_set1_epi32(1));
-        let bias = _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), lsb);
-        let rounded = _mm256_srli_epi32::<16>(_mm256_add_epi32(x, bias));
-        let magnitude = _mm256_and_si256(x, _mm256_set1_epi32(0x7FFF_FFFF));
-        let nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7F80_0000));
-        let quieted = _mm256_or_si256(_mm256_srli_epi32::<16>(x), _mm256_set1_epi32(0x0040));
-        _mm256_blendv_epi8(rounded, quieted, nan)
+        _mm256_add_epi32(x, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF)))
     }
 }
 
@@ -729,8 +741,7 @@ unsafe fn bf16_rounded(v: __m256) -> __m256i {
     // SAFETY: AVX2 (caller).
     unsafe {
         let x = _mm256_castps_si256(v);
-        let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(x), _mm256_set1_epi32(1));
-        let rounded = _mm256_add_epi32(x, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF)));
+        let rounded = bf16_nearest_even(v);
         let nan = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_UNORD_Q>(v, v));
         let quieted = _mm256_or_si256(x, _mm256_set1_epi32(0x0040_0000));
         _mm256_blendv_epi8(rounded, quieted, nan)

@@ -29,7 +29,8 @@ use core::arch::aarch64::{
 };
 
 use core::arch::aarch64::{
-    vcombine_u16, vld1q_u32, vshlq_n_u32, vsriq_n_u32, vst1_s8, vst1q_s16, vst1q_u16, vst1q_u32,
+    vcombine_u16, vld1q_u32, vshlq_n_u32, vshrn_n_u32, vsriq_n_u32, vst1_s8, vst1q_s16, vst1q_u16,
+    vst1q_u32,
 };
 
 use super::simd::{Bf16Pairs, Simd, Stored, Vector};
@@ -91,7 +92,7 @@ unsafe impl Bf16Pairs for V {
         // SAFETY: as stated on the impl: `2·LANES` bf16 (16 bytes) writable at `p`.
         unsafe {
             // The second element's rounded high half, the first's shifted into the low half.
-            let words = vsriq_n_u32::<16>(bf16_rounded(b.0), bf16_rounded(a.0));
+            let words = vsriq_n_u32::<16>(bf16_nearest_even(b.0), bf16_nearest_even(a.0));
             vst1q_u32(p.cast(), words);
         }
     }
@@ -150,6 +151,19 @@ unsafe impl<E: Element> Stored<E> for V {
         }
     }
 
+    // `bf16`: a rotation loop's NaNs need no case of their own (see the trait).
+    #[cfg_attr(debug_assertions, inline)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    unsafe fn store_rotated(self, p: *mut E) {
+        // SAFETY: as stated on the impl.
+        unsafe {
+            match E::FORMAT {
+                Format::Bf16 => vst1_u16(p.cast(), vshrn_n_u32::<16>(bf16_nearest_even(self.0))),
+                _ => self.store_values(p),
+            }
+        }
+    }
+
     // Both vectors narrowed into one register and stored once: `i8` without the move of
     // each 4-byte word through a general register.
     #[cfg_attr(debug_assertions, inline)]
@@ -159,10 +173,10 @@ unsafe impl<E: Element> Stored<E> for V {
         unsafe {
             let words = |v: float32x4_t| vqmovn_s32(vcvtnq_s32_f32(v));
             match E::FORMAT {
-                Format::Bf16 => vst1q_u16(
-                    p.cast(),
-                    vcombine_u16(bf16_bits(first.0), bf16_bits(second.0)),
-                ),
+                Format::Bf16 => {
+                    let bits = |v: float32x4_t| vshrn_n_u32::<16>(bf16_nearest_even(v));
+                    vst1q_u16(p.cast(), vcombine_u16(bits(first.0), bits(second.0)))
+                }
                 Format::I16 => vst1q_s16(p.cast(), vcombine_s16(words(first.0), words(second.0))),
                 Format::I8 => {
                     let h = vcombine_s16(words(first.0), words(second.0));
@@ -213,25 +227,21 @@ unsafe fn f16_narrowed(v: float32x4_t) -> uint16x4_t {
     h
 }
 
-/// Four floats rounded to bf16 as `half` rounds them, each in the high half of its lane (the
-/// low half is garbage): nearest-even by adding `0x7FFF` and the kept part's lowest bit; a
-/// NaN keeps its top bits with the quiet bit set.
+/// Four floats rounded to bf16 nearest-even, each in the high half of its lane (the low half
+/// garbage): `0x7FFF` and the kept part's lowest bit added. As `half` rounds them but for
+/// NaNs, unless they are quiet with zero low 16 bits (a rotation loop's: see
+/// [`Stored::store_rotated`]).
 ///
 /// # Safety
 ///
 /// The CPU supports NEON.
 #[inline(always)]
-unsafe fn bf16_rounded(v: float32x4_t) -> uint32x4_t {
+unsafe fn bf16_nearest_even(v: float32x4_t) -> uint32x4_t {
     // SAFETY: NEON (see `V`).
     unsafe {
         let x = vreinterpretq_u32_f32(v);
         let lsb = vandq_u32(vshrq_n_u32::<16>(x), vdupq_n_u32(1));
-        let rounded = vaddq_u32(x, vaddq_u32(vdupq_n_u32(0x7FFF), lsb));
-        let nan = vcgtq_u32(
-            vandq_u32(x, vdupq_n_u32(0x7FFF_FFFF)),
-            vdupq_n_u32(0x7F80_0000),
-        );
-        vbslq_u32(nan, vorrq_u32(x, vdupq_n_u32(0x0040_0000)), rounded)
+        vaddq_u32(x, vaddq_u32(vdupq_n_u32(0x7FFF), lsb))
     }
 }
 

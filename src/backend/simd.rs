@@ -220,7 +220,11 @@ pub(super) unsafe trait Stored<E: Element>: Bf16Pairs {
     /// [`FUSED_MSCALE_MAX`](crate::element::FUSED_MSCALE_MAX) = 2¹⁴ (`|c| + |s| ≤ √2·2¹⁴`),
     /// or they rotate `f32`. An arch file may then convert integers without the clamp and
     /// NaN mask of `store_values`: a 32-bit conversion is exact and a saturating narrow
-    /// clamps.
+    /// clamps. When `E` is `bf16`, the lanes' NaNs are quiet and their low 16 bits zero:
+    /// every NaN a loop makes from `bf16` values and finite angles is an input's (a `bf16`
+    /// widened, quieted by the arithmetic, which keeps its payload) or the default NaN. An
+    /// arch file may then round with no NaN case: adding `0x7FFF` and the lowest kept bit
+    /// leaves such a NaN's top half as it is, and `half`, which quiets a NaN, leaves it too.
     #[inline(always)]
     unsafe fn store_rotated(self, p: *mut E) {
         // SAFETY: as for `store_values` (caller).
@@ -282,8 +286,9 @@ pub(super) unsafe trait Bf16Pairs: Vector {
     /// `LANES` interleaved `bf16` pairs (`2·LANES` values, unaligned) from `p`, converted:
     /// their first elements and their second.
     unsafe fn load_bf16_pairs(p: *const u16) -> (Self, Self);
-    /// Stores first elements `a` and second elements `b` as `LANES` interleaved `bf16` pairs
-    /// at `p` (unaligned), each rounded as [`Stored::store_values`] rounds `bf16`.
+    /// Stores first elements `a` and second elements `b` of a rotation loop's output as
+    /// `LANES` interleaved `bf16` pairs at `p` (unaligned), each rounded as
+    /// [`Stored::store_rotated`] rounds `bf16` (its NaNs quiet, their low 16 bits zero).
     unsafe fn store_bf16_pairs(a: Self, b: Self, p: *mut u16);
 }
 
