@@ -74,8 +74,9 @@ pub enum Error {
         /// The length of one token.
         token_len: usize,
     },
-    /// A buffer holds a different number of tokens than its positions describe
-    /// (the grid's `rows · cols` plus the prefix, or the length of a position list plus the prefix).
+    /// A buffer holds a different number of tokens than its positions describe (the
+    /// grid's `rows · cols` plus the prefix, or the length of a position list plus the
+    /// prefix).
     TokenCount {
         /// Tokens the positions describe.
         expected: usize,

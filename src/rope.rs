@@ -667,8 +667,9 @@ impl<const A: usize, S: Source<A> + sealed::FloatSource<A>> Rope<A, S> {
 
     /// Rotates a checked buffer of any element type: after the unrotated prefix, a buffer the
     /// source does not stage ([`stages`](sealed::SourceImpl::stages): `f32`, and every type at
-    /// ratio 1, integers at an `mscale` up to 2¹⁴) goes to `whole` as one job; otherwise the prefix is requantised and the rest staged in `f32`,
-    /// chunk by chunk, each chunk's tokens `first .. first + n` going to `part`.
+    /// ratio 1, integers at an `mscale` up to 2¹⁴) goes to `whole` as one job; otherwise the
+    /// prefix is requantised and the rest staged in `f32`, chunk by chunk, each chunk's
+    /// tokens `first .. first + n` going to `part`.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn rotate_elements<E: Element>(

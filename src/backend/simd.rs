@@ -1518,30 +1518,20 @@ unsafe fn vectors_from_registers<V: Stored<E>, E: Element, const N: usize>(
     a: [V; 2],
     b: [V; 2],
 ) {
-    if E::FORMAT == Format::F32 {
-        // Nothing to narrow: one vector at a time, each one's values live the shortest (two
-        // at once, `f32`'s half layout at 8 vectors spills on AVX2, llvm-mca's
-        // `half_registers8`).
-        // SAFETY: vectors `j`, `j + 1 < N` of the head (caller).
-        unsafe {
-            vector_from_registers::<V, E, N>(p, form, j, a[0], b[0]);
-            vector_from_registers::<V, E, N>(p, form, j + 1, a[1], b[1]);
-        }
-        return;
-    }
     let lanes = V::LANES;
+    let narrowed = E::FORMAT != Format::F32;
     // SAFETY: vectors `j` and `j + 1` of the head, consecutive in memory in each form
     // (interleaved: floats `j·LANES .. (j + 2)·LANES`; half: pairs `j·LANES ..` of each
-    // half; split: values `2·j·LANES ..`), inside it (caller).
+    // half), inside it (caller).
     unsafe {
         match form {
-            Form::Interleaved => {
+            Form::Interleaved if narrowed => {
                 let q = p.add(j * lanes);
                 let y0 = interleaved(V::load_values(q), a[0], b[0]);
                 let y1 = interleaved(V::load_values(q.add(lanes)), a[1], b[1]);
                 V::store_rotated_pair(y0, y1, q);
             }
-            Form::Half => {
+            Form::Half if narrowed => {
                 let (lo, hi) = (p.add(j * lanes), p.add((N + j) * lanes));
                 let (x0, y0) = half(V::load_values(lo), V::load_values(hi), a[0], b[0]);
                 let (x1, y1) = half(
@@ -1553,10 +1543,12 @@ unsafe fn vectors_from_registers<V: Stored<E>, E: Element, const N: usize>(
                 V::store_rotated_pair(x0, x1, lo);
                 V::store_rotated_pair(y0, y1, hi);
             }
-            Form::Split => {
-                let q = p.add(2 * j * lanes).cast();
-                split_step::<V>(q, a[0], b[0]);
-                split_step::<V>(q.add(2 * lanes), a[1], b[1]);
+            // `f32` has nothing to narrow: one vector at a time, each one's values live the
+            // shortest (two at once, `f32`'s half layout at 8 vectors spills on AVX2,
+            // llvm-mca's `half_registers8`). The split form stores its own words.
+            _ => {
+                vector_from_registers::<V, E, N>(p, form, j, a[0], b[0]);
+                vector_from_registers::<V, E, N>(p, form, j + 1, a[1], b[1]);
             }
         }
     }
@@ -2743,8 +2735,9 @@ macro_rules! mca_region {
 /// iteration of a production loop — the same inlined functions ([`interleaved_step`] and
 /// [`half_step`], or [`interleaved_wide_step`] and [`half_wide_step`], whichever steps the
 /// vector type's loops take; [`head_from_registers`]) — and its name ends in the vectors of
-/// floats it rotates (`_2v`), which the script turns into cycles per 16 floats. `stream` loads and stores as
-/// many bytes (a copy, `a` to `x`) with no arithmetic: the floor each form is compared with.
+/// floats it rotates (`_2v`), which the script turns into cycles per 16 floats. `stream`
+/// loads and stores as many bytes (a copy, `a` to `x`) with no arithmetic: the floor each
+/// form is compared with.
 ///
 /// # Safety
 ///
