@@ -189,10 +189,12 @@ else
 fi
 # For information: every rope2d function in the image, also those reached only indirectly
 # (`Error`'s `Display`, called through `core::fmt` when the example prints an error).
-echo "  all rope2d functions in the image: $($NM -S -C --defined-only "$ELF" | python3 -c '
+# (Into a variable first: a failed nm inside `echo "$(…)"` would go unnoticed under set -e.)
+rope2d_bytes=$($NM -S -C --defined-only "$ELF" | python3 -c '
 import sys
 print(sum(int(f[1], 16) for f in (l.split(None, 3) for l in sys.stdin)
-          if len(f) == 4 and f[2] in "tT" and f[3].lstrip("<").startswith("rope2d::")))') bytes"
+          if len(f) == 4 and f[2] in "tT" and f[3].lstrip("<").startswith("rope2d::")))')
+echo "  all rope2d functions in the image: $rope2d_bytes bytes"
 echo "  whole firmware image (golden data, formatting, semihosting included):"
 arm-none-eabi-size "$ELF" | sed 's/^/    /'
 grep '^table: ' "$work/run.txt" | sed 's/^/  RAM of the 14x14, d = 64 /'
