@@ -25,9 +25,20 @@
 #      fuzz/corpus/<target> (left unchanged: new inputs go to a scratch directory); any crash,
 #      panic or sanitizer report fails the script, its input saved under
 #      fuzz/artifacts/<target>/.
-# Usage: bash .ci/hardening.sh            (FUZZ_SECONDS=45 per target by default)
+# Usage: bash .ci/hardening.sh [all|miri|fuzz]   (FUZZ_SECONDS=45 per target by default)
+#   all (the default) runs both, the fuzz build beside Miri; `miri` and `fuzz` one part each
+#   (.ci/test runs the fuzz part beside its firmware, C and llvm-mca steps, which leave a
+#   core idle much of the time, and Miri on its own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+part="${1:-all}"
+case "$part" in
+all | miri | fuzz) ;;
+*)
+    echo "usage: bash .ci/hardening.sh [all|miri|fuzz]" >&2
+    exit 2
+    ;;
+esac
 
 FUZZ_SECONDS="${FUZZ_SECONDS:-45}"
 FUZZ_MAX_LEN=512
@@ -58,7 +69,7 @@ if [ "$(cargo +"$NIGHTLY" fuzz --version 2>/dev/null)" != "cargo-fuzz $CARGO_FUZ
 else
     echo "cargo-fuzz: present ($(cargo +"$NIGHTLY" fuzz --version))"
 fi
-cargo +"$NIGHTLY" miri setup
+[ "$part" = fuzz ] || cargo +"$NIGHTLY" miri setup
 
 # The targets instantiate every plan, axis count, element type and backend: an optimised ASan
 # build takes 11 minutes here (16 codegen units), an unoptimised one 2 (with line tables
@@ -66,10 +77,10 @@ cargo +"$NIGHTLY" miri setup
 # assertions and overflow checks; 100–180 inputs/s per target here);
 # FUZZ_BUILD="--codegen-units 16" bash .ci/hardening.sh builds optimised, for long runs.
 read -r -a FUZZ_BUILD <<<"${FUZZ_BUILD:---dev}"
-# Miri interprets on one core: the fuzz build compiles beside it, in the background, instead
-# of after it (3 minutes of CI's wall time), and on x86_64 the AVX-512 Miri run (the longest,
-# about as long as the other Miri runs together) interprets beside them on the other core.
-# A background job's output is printed when it is waited for.
+# Miri interprets on one core: with both parts, the fuzz build compiles beside it, in the
+# background, instead of after it, and on x86_64 the AVX-512 Miri run (the longest, about as
+# long as the other Miri runs together) interprets beside them on the other core. A
+# background job's output is printed when it is waited for.
 scratch="$(mktemp -d)"
 fuzz_build=
 miri_avx512=
@@ -83,8 +94,10 @@ trap 'for pid in "$fuzz_build" "$miri_avx512"; do [ -z "$pid" ] || kill -- "-$pi
     rm -rf "$scratch"' EXIT
 # (`setsid` does not fork here: a background job of a script without job control is not a
 # process group leader, so the job's pid is its new group's id.)
-(cd fuzz && exec setsid cargo +"$NIGHTLY" fuzz build "${FUZZ_BUILD[@]}") >"$scratch/fuzz-build.log" 2>&1 &
-fuzz_build=$!
+if [ "$part" = all ]; then
+    (cd fuzz && exec setsid cargo +"$NIGHTLY" fuzz build "${FUZZ_BUILD[@]}") >"$scratch/fuzz-build.log" 2>&1 &
+    fuzz_build=$!
+fi
 
 # A test run with a name filter, which fails when the filter matched no test (after a rename,
 # the run would otherwise pass having tested nothing).
@@ -100,96 +113,105 @@ filtered() {
     fi
 }
 
-# Miri is ~1000x slower than native: these tests shrink their shapes under cfg(miri).
-MIRI_TESTS=(--features std --lib --test errors --test backends)
+if [ "$part" != fuzz ]; then
+    # Miri is ~1000x slower than native: these tests shrink their shapes under cfg(miri).
+    MIRI_TESTS=(--features std --lib --test errors --test backends)
 
-if [[ "$(uname -m)" == x86_64 ]]; then
-    # The lib, tests/errors.rs and tests/backends.rs with AVX-512 enabled (`wide` needs
-    # AVX-512BW/DQ/VL alongside AVX-512F to compile): the avx2 and avx512 backends against
-    # scalar. In the background, on the other core; its own target directory.
-    AVX512_FLAGS="-C target-feature=+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx2,+fma"
-    CARGO_TARGET_DIR=target/miri-avx512 RUSTFLAGS="$AVX512_FLAGS" \
-        setsid cargo +"$NIGHTLY" miri test "${MIRI_TESTS[@]}" >"$scratch/miri-avx512.log" 2>&1 &
-    miri_avx512=$!
-    # The scalar backend is compared in the AVX2 and AVX-512 runs, and portable forbids
-    # `unsafe` (only `wide`'s SSE2 internals would be new here): the lib and errors suffice.
-    step "miri: default build (lib, tests/errors.rs)"
-    CARGO_TARGET_DIR=target/miri-plain cargo +"$NIGHTLY" miri test --features std --lib --test errors
-else
-    step "miri: scalar + portable (lib, tests/errors.rs, tests/backends.rs)"
-    CARGO_TARGET_DIR=target/miri-plain cargo +"$NIGHTLY" miri test "${MIRI_TESTS[@]}"
+    if [[ "$(uname -m)" == x86_64 ]]; then
+        # The lib, tests/errors.rs and tests/backends.rs with AVX-512 enabled (`wide` needs
+        # AVX-512BW/DQ/VL alongside AVX-512F to compile): the avx2 and avx512 backends against
+        # scalar. In the background, on the other core; its own target directory.
+        AVX512_FLAGS="-C target-feature=+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx2,+fma"
+        CARGO_TARGET_DIR=target/miri-avx512 RUSTFLAGS="$AVX512_FLAGS" \
+            setsid cargo +"$NIGHTLY" miri test "${MIRI_TESTS[@]}" >"$scratch/miri-avx512.log" 2>&1 &
+        miri_avx512=$!
+        # The scalar backend is compared in the AVX2 and AVX-512 runs, and portable forbids
+        # `unsafe` (only `wide`'s SSE2 internals would be new here): the lib and errors suffice.
+        step "miri: default build (lib, tests/errors.rs)"
+        CARGO_TARGET_DIR=target/miri-plain cargo +"$NIGHTLY" miri test --features std --lib --test errors
+    else
+        step "miri: scalar + portable (lib, tests/errors.rs, tests/backends.rs)"
+        CARGO_TARGET_DIR=target/miri-plain cargo +"$NIGHTLY" miri test "${MIRI_TESTS[@]}"
+    fi
+
+    step "miri: the C interface's boundary code (capi/: handles, pointer checks, overlap)"
+    CARGO_TARGET_DIR=target/miri-plain cargo +"$NIGHTLY" miri test -p rope2d-capi --lib
+
+    if [[ "$(uname -m)" == x86_64 ]]; then
+        # The avx2 backend's code is the same under both flag sets, and the AVX-512 run compares
+        # it too; this run covers what differs without AVX-512 (no F16C, `wide` on AVX2).
+        AVX2_FLAGS="-C target-feature=+avx2,+fma"
+        step "miri: RUSTFLAGS='$AVX2_FLAGS' (lib, tests/errors.rs)"
+        CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="$AVX2_FLAGS" \
+            cargo +"$NIGHTLY" miri test --features std --lib --test errors
+        step "miri: the element conversions (AVX2 bf16 / i16 / i8, the staging), tests/elements.rs"
+        # The bit-pattern test reaches every conversion path; the others are too slow under Miri.
+        CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="$AVX2_FLAGS" \
+            filtered cargo +"$NIGHTLY" miri test --features std --test elements -- every_bit_pattern element_errors
+        step "miri: the Q15 integer vector loop (AVX2 vpmaddwd), tests/q15.rs on small shapes"
+        CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="$AVX2_FLAGS" \
+            filtered cargo +"$NIGHTLY" miri test --features std --test q15 -- small_rotations
+        step "miri: + avx512 backend, RUSTFLAGS='$AVX512_FLAGS' (lib, tests/errors.rs, tests/backends.rs; started beside the others: the wait for it)"
+        status=0
+        wait "$miri_avx512" || status=$?
+        miri_avx512=
+        cat "$scratch/miri-avx512.log"
+        [ "$status" = 0 ] || { echo "miri with AVX-512 failed (exit status $status)"; exit 1; }
+        step "miri: the Q15 512-bit loop (AVX-512BW vpmaddwd), tests/q15.rs on small shapes, RUSTFLAGS='$AVX512_FLAGS'"
+        CARGO_TARGET_DIR=target/miri-avx512 RUSTFLAGS="$AVX512_FLAGS" \
+            filtered cargo +"$NIGHTLY" miri test --features std --test q15 -- small_rotations
+    else
+        step "miri: avx2 and avx512 backends skipped (host is $(uname -m), not x86_64)"
+    fi
 fi
 
-step "miri: the C interface's boundary code (capi/: handles, pointer checks, overlap)"
-CARGO_TARGET_DIR=target/miri-plain cargo +"$NIGHTLY" miri test -p rope2d-capi --lib
-
-if [[ "$(uname -m)" == x86_64 ]]; then
-    # The avx2 backend's code is the same under both flag sets, and the AVX-512 run compares
-    # it too; this run covers what differs without AVX-512 (no F16C, `wide` on AVX2).
-    AVX2_FLAGS="-C target-feature=+avx2,+fma"
-    step "miri: RUSTFLAGS='$AVX2_FLAGS' (lib, tests/errors.rs)"
-    CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="$AVX2_FLAGS" \
-        cargo +"$NIGHTLY" miri test --features std --lib --test errors
-    step "miri: the element conversions (AVX2 bf16 / i16 / i8, the staging), tests/elements.rs"
-    # The bit-pattern test reaches every conversion path; the others are too slow under Miri.
-    CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="$AVX2_FLAGS" \
-        filtered cargo +"$NIGHTLY" miri test --features std --test elements -- every_bit_pattern element_errors
-    step "miri: the Q15 integer vector loop (AVX2 vpmaddwd), tests/q15.rs on small shapes"
-    CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="$AVX2_FLAGS" \
-        filtered cargo +"$NIGHTLY" miri test --features std --test q15 -- small_rotations
-    step "miri: + avx512 backend, RUSTFLAGS='$AVX512_FLAGS' (lib, tests/errors.rs, tests/backends.rs; started beside the others: the wait for it)"
-    status=0
-    wait "$miri_avx512" || status=$?
-    miri_avx512=
-    cat "$scratch/miri-avx512.log"
-    [ "$status" = 0 ] || { echo "miri with AVX-512 failed (exit status $status)"; exit 1; }
-    step "miri: the Q15 512-bit loop (AVX-512BW vpmaddwd), tests/q15.rs on small shapes, RUSTFLAGS='$AVX512_FLAGS'"
-    CARGO_TARGET_DIR=target/miri-avx512 RUSTFLAGS="$AVX512_FLAGS" \
-        filtered cargo +"$NIGHTLY" miri test --features std --test q15 -- small_rotations
-else
-    step "miri: avx2 and avx512 backends skipped (host is $(uname -m), not x86_64)"
-fi
-
-step "fuzz: build every target (started beside Miri: the wait for it)"
-if ! wait "$fuzz_build"; then
-    fuzz_build=
-    cat "$scratch/fuzz-build.log"
-    echo "fuzz build failed"
-    exit 1
-fi
-fuzz_build=
-tail -n 3 "$scratch/fuzz-build.log"
-cd fuzz
-# Not `for target in $(cargo fuzz list)`: a failed or empty list would fuzz nothing and pass.
-listed=$(cargo +"$NIGHTLY" fuzz list)
-mapfile -t targets <<<"$listed"
-if [ "${#targets[@]}" != "$(grep -c '^\[\[bin\]\]' Cargo.toml)" ]; then
-    echo "fuzz targets listed (${targets[*]}) are not the [[bin]]s of fuzz/Cargo.toml"
-    exit 1
-fi
-# The targets run side by side, one core each (libFuzzer is single-threaded): each gets its
-# full time, and the step takes one target's time instead of the sum.
-step "fuzz: ${targets[*]} side by side, ${FUZZ_SECONDS}s each (-max_len=$FUZZ_MAX_LEN), seeds fuzz/corpus/<target>"
-fuzzers=()
-for target in "${targets[@]}"; do
-    mkdir -p "$scratch/$target" "corpus/$target"
-    cargo +"$NIGHTLY" fuzz run "${FUZZ_BUILD[@]}" "$target" "$scratch/$target" "corpus/$target" -- \
-        -max_total_time="$FUZZ_SECONDS" -max_len="$FUZZ_MAX_LEN" -timeout=30 \
-        -print_final_stats=1 >"$scratch/fuzz-$target.log" 2>&1 &
-    fuzzers+=($!)
-done
-failed=()
-for i in "${!targets[@]}"; do
-    status=0
-    wait "${fuzzers[$i]}" || status=$?
-    fuzzers[i]=
-    echo "--- fuzz: ${targets[$i]} (exit status $status)"
-    cat "$scratch/fuzz-${targets[$i]}.log"
-    [ "$status" = 0 ] || failed+=("${targets[$i]}")
-done
-if [ ${#failed[@]} -gt 0 ]; then
-    echo "fuzz targets failed: ${failed[*]} (inputs under fuzz/artifacts/<target>/)"
-    exit 1
+if [ "$part" != miri ]; then
+    if [ "$part" = all ]; then
+        step "fuzz: build every target (started beside Miri: the wait for it)"
+        if ! wait "$fuzz_build"; then
+            fuzz_build=
+            cat "$scratch/fuzz-build.log"
+            echo "fuzz build failed"
+            exit 1
+        fi
+        fuzz_build=
+        tail -n 3 "$scratch/fuzz-build.log"
+    else
+        step "fuzz: build every target"
+        (cd fuzz && cargo +"$NIGHTLY" fuzz build "${FUZZ_BUILD[@]}")
+    fi
+    cd fuzz
+    # Not `for target in $(cargo fuzz list)`: a failed or empty list would fuzz nothing and pass.
+    listed=$(cargo +"$NIGHTLY" fuzz list)
+    mapfile -t targets <<<"$listed"
+    if [ "${#targets[@]}" != "$(grep -c '^\[\[bin\]\]' Cargo.toml)" ]; then
+        echo "fuzz targets listed (${targets[*]}) are not the [[bin]]s of fuzz/Cargo.toml"
+        exit 1
+    fi
+    # The targets run side by side, one core each (libFuzzer is single-threaded): each gets its
+    # full time, and the step takes one target's time instead of the sum.
+    step "fuzz: ${targets[*]} side by side, ${FUZZ_SECONDS}s each (-max_len=$FUZZ_MAX_LEN), seeds fuzz/corpus/<target>"
+    fuzzers=()
+    for target in "${targets[@]}"; do
+        mkdir -p "$scratch/$target" "corpus/$target"
+        cargo +"$NIGHTLY" fuzz run "${FUZZ_BUILD[@]}" "$target" "$scratch/$target" "corpus/$target" -- \
+            -max_total_time="$FUZZ_SECONDS" -max_len="$FUZZ_MAX_LEN" -timeout=30 \
+            -print_final_stats=1 >"$scratch/fuzz-$target.log" 2>&1 &
+        fuzzers+=($!)
+    done
+    failed=()
+    for i in "${!targets[@]}"; do
+        status=0
+        wait "${fuzzers[$i]}" || status=$?
+        fuzzers[i]=
+        echo "--- fuzz: ${targets[$i]} (exit status $status)"
+        cat "$scratch/fuzz-${targets[$i]}.log"
+        [ "$status" = 0 ] || failed+=("${targets[$i]}")
+    done
+    if [ ${#failed[@]} -gt 0 ]; then
+        echo "fuzz targets failed: ${failed[*]} (inputs under fuzz/artifacts/<target>/)"
+        exit 1
+    fi
 fi
 
 echo
