@@ -25,17 +25,20 @@
 #      fuzz/corpus/<target> (left unchanged: new inputs go to a scratch directory); any crash,
 #      panic or sanitizer report fails the script, its input saved under
 #      fuzz/artifacts/<target>/.
-# Usage: bash .ci/hardening.sh [all|miri|fuzz]   (FUZZ_SECONDS=45 per target by default)
-#   all (the default) runs both, the fuzz build beside Miri; `miri` and `fuzz` one part each
-#   (.ci/test runs the fuzz part beside its firmware, C and llvm-mca steps, which leave a
-#   core idle much of the time, and Miri on its own).
+# Usage: bash .ci/hardening.sh [all|install|miri|fuzz]   (FUZZ_SECONDS=45 per target by default)
+#   all (the default) installs and runs both, the fuzz build beside Miri; `install` only
+#   installs (the nightly with Miri, cargo-fuzz, Miri's sysroot), `miri` and `fuzz` install
+#   what is missing and run one part each. .ci/test installs first, then runs the fuzz part
+#   in the background, its build at the lowest CPU priority (FUZZ_BUILD_NICE=19: it takes the
+#   core the Miri runs and the firmware, C and llvm-mca steps leave idle), and Miri in the
+#   foreground.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 part="${1:-all}"
 case "$part" in
-all | miri | fuzz) ;;
+all | install | miri | fuzz) ;;
 *)
-    echo "usage: bash .ci/hardening.sh [all|miri|fuzz]" >&2
+    echo "usage: bash .ci/hardening.sh [all|install|miri|fuzz]" >&2
     exit 2
     ;;
 esac
@@ -70,6 +73,10 @@ else
     echo "cargo-fuzz: present ($(cargo +"$NIGHTLY" fuzz --version))"
 fi
 [ "$part" = fuzz ] || cargo +"$NIGHTLY" miri setup
+if [ "$part" = install ]; then
+    echo "hardening tools installed in $((SECONDS - start))s"
+    exit 0
+fi
 
 # The targets instantiate every plan, axis count, element type and backend: an optimised ASan
 # build takes 11 minutes here (16 codegen units), an unoptimised one 2 (with line tables
@@ -177,8 +184,8 @@ if [ "$part" != miri ]; then
         fuzz_build=
         tail -n 3 "$scratch/fuzz-build.log"
     else
-        step "fuzz: build every target"
-        (cd fuzz && cargo +"$NIGHTLY" fuzz build "${FUZZ_BUILD[@]}")
+        step "fuzz: build every target (at nice ${FUZZ_BUILD_NICE:-0})"
+        (cd fuzz && nice -n "${FUZZ_BUILD_NICE:-0}" cargo +"$NIGHTLY" fuzz build "${FUZZ_BUILD[@]}")
     fi
     cd fuzz
     # Not `for target in $(cargo fuzz list)`: a failed or empty list would fuzz nothing and pass.
