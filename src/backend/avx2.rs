@@ -63,9 +63,9 @@ pub(crate) const FORM: &str =
 /// How element types are converted.
 pub(crate) fn conversions() -> &'static str {
     if features() & F16C != 0 {
-        "f16 by F16C, bf16, i16 and i8 by AVX2, in the rotation loop, loaded eight values at a time, i16, i8 and rotated bf16 stored sixteen at a time (one pack of two vectors; interleaved bf16 pairs split by a shift and a mask); Q15 tables by vpmaddwd"
+        "f16 by F16C, bf16, i16 and i8 by AVX2, in the rotation loop: loaded eight values at a time, rotated i16, i8 and bf16 stored sixteen at a time where a loop holds two vectors (one pack of both; interleaved bf16 pairs split by a shift and a mask); Q15 tables by vpmaddwd"
     } else {
-        "f16 in scalar code (no F16C), bf16, i16 and i8 by AVX2, in the rotation loop, loaded eight values at a time, i16, i8 and rotated bf16 stored sixteen at a time (one pack of two vectors; interleaved bf16 pairs split by a shift and a mask); Q15 tables by vpmaddwd"
+        "f16 in scalar code (no F16C), bf16, i16 and i8 by AVX2, in the rotation loop: loaded eight values at a time, rotated i16, i8 and bf16 stored sixteen at a time where a loop holds two vectors (one pack of both; interleaved bf16 pairs split by a shift and a mask); Q15 tables by vpmaddwd"
     }
 }
 

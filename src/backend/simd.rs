@@ -1545,7 +1545,8 @@ unsafe fn vectors_from_registers<V: Stored<E>, E: Element, const N: usize>(
             }
             // `f32` has nothing to narrow: one vector at a time, each one's values live the
             // shortest (two at once, `f32`'s half layout at 8 vectors spills on AVX2,
-            // llvm-mca's `half_registers8`). The split form stores its own words.
+            // llvm-mca's `half_registers8`). The split form (interleaved `bf16`) rotates and
+            // stores each vector's words in `split_step`.
             _ => {
                 vector_from_registers::<V, E, N>(p, form, j, a[0], b[0]);
                 vector_from_registers::<V, E, N>(p, form, j + 1, a[1], b[1]);
