@@ -527,7 +527,7 @@ unsafe impl Bf16Pairs for V {
         unsafe {
             // Odd 16-bit words (each lane's high half) from the second element's rounding,
             // even ones from the first's, shifted down.
-            let first = _mm256_srli_epi32::<16>(bf16_nearest_even(a.0));
+            let first = bf16_rotated_lanes(a.0);
             let words = _mm256_blend_epi16::<0b1010_1010>(first, bf16_nearest_even(b.0));
             _mm256_storeu_si256(p.cast(), words);
         }
@@ -590,10 +590,7 @@ unsafe impl<E: Element> Stored<E> for V {
             match E::FORMAT {
                 Format::I16 => store_i16(_mm256_cvtps_epi32(self.0), p.cast()),
                 Format::I8 => store_i8(_mm256_cvtps_epi32(self.0), p.cast()),
-                Format::Bf16 => {
-                    let lanes = _mm256_srli_epi32::<16>(bf16_nearest_even(self.0));
-                    _mm_storeu_si128(p.cast(), bf16_packed(lanes));
-                }
+                Format::Bf16 => _mm_storeu_si128(p.cast(), bf16_packed(bf16_rotated_lanes(self.0))),
                 _ => self.store_values(p),
             }
         }
@@ -623,8 +620,7 @@ unsafe impl<E: Element> Stored<E> for V {
                     _mm_storeu_si128(p.cast(), _mm_shuffle_epi32::<0b11_01_10_00>(bytes));
                 }
                 Format::Bf16 => {
-                    let b0 = _mm256_srli_epi32::<16>(bf16_nearest_even(first.0));
-                    let b1 = _mm256_srli_epi32::<16>(bf16_nearest_even(second.0));
+                    let (b0, b1) = (bf16_rotated_lanes(first.0), bf16_rotated_lanes(second.0));
                     // Every lane is below 2¹⁶: nothing saturates.
                     _mm256_storeu_si256(p.cast(), in_order(_mm256_packus_epi32(b0, b1)));
                 }
@@ -709,6 +705,18 @@ unsafe fn bf16_packed(b: __m256i) -> core::arch::x86_64::__m128i {
         let packed = _mm256_permute4x64_epi64::<0b1000>(_mm256_packus_epi32(b, b));
         _mm256_castsi256_si128(packed)
     }
+}
+
+/// Eight floats of a rotation loop's output rounded to bf16 as [`bf16_nearest_even`] rounds
+/// them, each in the low half of its 32-bit lane (the high half zero).
+///
+/// # Safety
+///
+/// The CPU supports AVX2.
+#[inline(always)]
+unsafe fn bf16_rotated_lanes(v: __m256) -> __m256i {
+    // SAFETY: AVX2 (caller).
+    unsafe { _mm256_srli_epi32::<16>(bf16_nearest_even(v)) }
 }
 
 /// Eight floats rounded to bf16 nearest-even, each in the high half of its lane (the low half

@@ -158,7 +158,7 @@ unsafe impl<E: Element> Stored<E> for V {
         // SAFETY: as stated on the impl.
         unsafe {
             match E::FORMAT {
-                Format::Bf16 => vst1_u16(p.cast(), vshrn_n_u32::<16>(bf16_nearest_even(self.0))),
+                Format::Bf16 => vst1_u16(p.cast(), bf16_rotated_bits(self.0)),
                 _ => self.store_values(p),
             }
         }
@@ -173,10 +173,10 @@ unsafe impl<E: Element> Stored<E> for V {
         unsafe {
             let words = |v: float32x4_t| vqmovn_s32(vcvtnq_s32_f32(v));
             match E::FORMAT {
-                Format::Bf16 => {
-                    let bits = |v: float32x4_t| vshrn_n_u32::<16>(bf16_nearest_even(v));
-                    vst1q_u16(p.cast(), vcombine_u16(bits(first.0), bits(second.0)))
-                }
+                Format::Bf16 => vst1q_u16(
+                    p.cast(),
+                    vcombine_u16(bf16_rotated_bits(first.0), bf16_rotated_bits(second.0)),
+                ),
                 Format::I16 => vst1q_s16(p.cast(), vcombine_s16(words(first.0), words(second.0))),
                 Format::I8 => {
                     let h = vcombine_s16(words(first.0), words(second.0));
@@ -245,6 +245,18 @@ unsafe fn bf16_nearest_even(v: float32x4_t) -> uint32x4_t {
     }
 }
 
+/// bf16 bits of four floats of a rotation loop's output, rounded as [`bf16_nearest_even`]
+/// rounds them (see [`Stored::store_rotated`]).
+///
+/// # Safety
+///
+/// The CPU supports NEON.
+#[inline(always)]
+unsafe fn bf16_rotated_bits(v: float32x4_t) -> uint16x4_t {
+    // SAFETY: NEON (see `V`).
+    unsafe { vshrn_n_u32::<16>(bf16_nearest_even(v)) }
+}
+
 /// bf16 bits of four floats: `half`'s rounding (nearest-even on the top 16 bits; a NaN keeps
 /// its top bits and becomes quiet).
 ///
@@ -256,8 +268,7 @@ unsafe fn bf16_bits(v: float32x4_t) -> uint16x4_t {
     // SAFETY: NEON (see `V`).
     unsafe {
         let x = vreinterpretq_u32_f32(v);
-        let lsb = vandq_u32(vshrq_n_u32::<16>(x), vdupq_n_u32(1));
-        let rounded = vshrq_n_u32::<16>(vaddq_u32(x, vaddq_u32(vdupq_n_u32(0x7FFF), lsb)));
+        let rounded = vshrq_n_u32::<16>(bf16_nearest_even(v));
         let nan = vcgtq_u32(
             vandq_u32(x, vdupq_n_u32(0x7FFF_FFFF)),
             vdupq_n_u32(0x7F80_0000),
