@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
 # Hardening checks, on a fresh machine too (installs what it needs, once):
-#   1. Miri (undefined behaviour, out-of-bounds and aliasing checks): on x86_64 the lib tests
-#      and tests/errors.rs as built by default and with AVX2 + FMA enabled at compile time
-#      (the AVX2 element conversions also run tests/elements.rs there, the Q15 integer loop
-#      a small tests/q15.rs case), the C interface's
-#      tests, and (beside those, on the other core) the lib, tests/errors.rs and
-#      tests/backends.rs with AVX-512 enabled
+#   1. Miri (undefined behaviour, out-of-bounds and aliasing checks): on x86_64, with AVX2 +
+#      FMA enabled at compile time, the AVX2 element conversions (tests/elements.rs) and the
+#      Q15 integer loop (a small tests/q15.rs case); the C interface's tests; and (beside
+#      those, on the other core) the lib, tests/errors.rs and tests/backends.rs with AVX-512
+#      enabled
 #      (`wide` needs AVX-512BW/DQ/VL alongside AVX-512F to compile): that build compiles and
 #      compares the x86 backends with `unsafe` code (avx2, avx512) against scalar — the avx2
 #      backend's code is the same with or without AVX-512 flags — with their intrinsics,
@@ -29,9 +28,7 @@
 #   all (the default) installs and runs both, the fuzz build beside Miri; `install` only
 #   installs (the nightly with Miri, cargo-fuzz, Miri's sysroot), `miri` and `fuzz` install
 #   what is missing and run one part each. .ci/test installs first, then runs the fuzz part
-#   in the background, its build at the lowest CPU priority (FUZZ_BUILD_NICE=19: it takes the
-#   core the Miri runs and the firmware, C and llvm-mca steps leave idle), and Miri in the
-#   foreground.
+#   in the background and Miri in the foreground.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 part="${1:-all}"
@@ -79,11 +76,17 @@ if [ "$part" = install ]; then
 fi
 
 # The targets instantiate every plan, axis count, element type and backend: an optimised ASan
-# build takes 11 minutes here (16 codegen units), an unoptimised one 2 (with line tables
-# only: fuzz/Cargo.toml; 3 beside Miri). CI builds unoptimised (still ASan, debug
-# assertions and overflow checks; 100–180 inputs/s per target here);
+# build takes 11 minutes here (16 codegen units), an unoptimised one 3 on two cores (369 s of
+# CPU time with line tables). CI builds unoptimised (still ASan, debug assertions and
+# overflow checks; 100–180 inputs/s per target here);
 # FUZZ_BUILD="--codegen-units 16" bash .ci/hardening.sh builds optimised, for long runs.
 read -r -a FUZZ_BUILD <<<"${FUZZ_BUILD:---dev}"
+# Without debug info (319 s of CPU time against 369 with line tables, `time` on two cores): a
+# crash's backtrace still names the functions, and its input is saved; for the lines, run it
+# again with `cargo fuzz run --dev <target> artifacts/<target>/<input>` in fuzz/, which builds
+# with fuzz/Cargo.toml's line tables. The build and the runs both take it (a run with other
+# settings would build again).
+FUZZ_CARGO=(env CARGO_PROFILE_DEV_DEBUG=false cargo +"$NIGHTLY" fuzz)
 # Miri interprets on one core: with both parts, the fuzz build compiles beside it, in the
 # background, instead of after it, and on x86_64 the AVX-512 Miri run (the longest, about as
 # long as the other Miri runs together) interprets beside them on the other core. A
@@ -102,7 +105,7 @@ trap 'for pid in "$fuzz_build" "$miri_avx512"; do [ -z "$pid" ] || kill -- "-$pi
 # (`setsid` does not fork here: a background job of a script without job control is not a
 # process group leader, so the job's pid is its new group's id.)
 if [ "$part" = all ]; then
-    (cd fuzz && exec setsid cargo +"$NIGHTLY" fuzz build "${FUZZ_BUILD[@]}") >"$scratch/fuzz-build.log" 2>&1 &
+    (cd fuzz && exec setsid "${FUZZ_CARGO[@]}" build "${FUZZ_BUILD[@]}") >"$scratch/fuzz-build.log" 2>&1 &
     fuzz_build=$!
 fi
 
@@ -132,10 +135,10 @@ if [ "$part" != fuzz ]; then
         CARGO_TARGET_DIR=target/miri-avx512 RUSTFLAGS="$AVX512_FLAGS" \
             setsid cargo +"$NIGHTLY" miri test "${MIRI_TESTS[@]}" >"$scratch/miri-avx512.log" 2>&1 &
         miri_avx512=$!
-        # The scalar backend is compared in the AVX2 and AVX-512 runs, and portable forbids
-        # `unsafe` (only `wide`'s SSE2 internals would be new here): the lib and errors suffice.
-        step "miri: default build (lib, tests/errors.rs)"
-        CARGO_TARGET_DIR=target/miri-plain cargo +"$NIGHTLY" miri test --features std --lib --test errors
+        # No run of the default build's lib and tests/errors.rs: Miri detects no AVX2 there, so
+        # they would run scalar and portable only, which hold no `unsafe` (the crate forbids it
+        # outside the arch files, and portable's `wide` is a dependency), and their code runs
+        # in the AVX2 and AVX-512 runs too (CI time: 76 s of Miri that checked no `unsafe`).
     else
         step "miri: scalar + portable (lib, tests/errors.rs, tests/backends.rs)"
         CARGO_TARGET_DIR=target/miri-plain cargo +"$NIGHTLY" miri test "${MIRI_TESTS[@]}"
@@ -146,12 +149,11 @@ if [ "$part" != fuzz ]; then
 
     if [[ "$(uname -m)" == x86_64 ]]; then
         # The avx2 backend's code is the same under both flag sets, and the AVX-512 run compares
-        # it too; this run covers what differs without AVX-512 (no F16C, `wide` on AVX2).
+        # it against scalar (tests/backends.rs) and runs the lib tests, which cover its
+        # helpers: this build adds what differs without AVX-512 at compile time, the element
+        # conversions without F16C and the 256-bit Q15 loop.
         AVX2_FLAGS="-C target-feature=+avx2,+fma"
-        step "miri: RUSTFLAGS='$AVX2_FLAGS' (lib, tests/errors.rs)"
-        CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="$AVX2_FLAGS" \
-            cargo +"$NIGHTLY" miri test --features std --lib --test errors
-        step "miri: the element conversions (AVX2 bf16 / i16 / i8, the staging), tests/elements.rs"
+        step "miri: the element conversions (AVX2 bf16 / i16 / i8, the staging), tests/elements.rs, RUSTFLAGS='$AVX2_FLAGS'"
         # The bit-pattern test reaches every conversion path; the others are too slow under Miri.
         CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="$AVX2_FLAGS" \
             filtered cargo +"$NIGHTLY" miri test --features std --test elements -- every_bit_pattern element_errors
@@ -184,8 +186,8 @@ if [ "$part" != miri ]; then
         fuzz_build=
         tail -n 3 "$scratch/fuzz-build.log"
     else
-        step "fuzz: build every target (at nice ${FUZZ_BUILD_NICE:-0})"
-        (cd fuzz && nice -n "${FUZZ_BUILD_NICE:-0}" cargo +"$NIGHTLY" fuzz build "${FUZZ_BUILD[@]}")
+        step "fuzz: build every target"
+        (cd fuzz && "${FUZZ_CARGO[@]}" build "${FUZZ_BUILD[@]}")
     fi
     cd fuzz
     # Not `for target in $(cargo fuzz list)`: a failed or empty list would fuzz nothing and pass.
@@ -201,7 +203,7 @@ if [ "$part" != miri ]; then
     fuzzers=()
     for target in "${targets[@]}"; do
         mkdir -p "$scratch/$target" "corpus/$target"
-        cargo +"$NIGHTLY" fuzz run "${FUZZ_BUILD[@]}" "$target" "$scratch/$target" "corpus/$target" -- \
+        "${FUZZ_CARGO[@]}" run "${FUZZ_BUILD[@]}" "$target" "$scratch/$target" "corpus/$target" -- \
             -max_total_time="$FUZZ_SECONDS" -max_len="$FUZZ_MAX_LEN" -timeout=30 \
             -print_final_stats=1 >"$scratch/fuzz-$target.log" 2>&1 &
         fuzzers+=($!)
