@@ -88,8 +88,8 @@ read -r -a FUZZ_BUILD <<<"${FUZZ_BUILD:---dev}"
 # settings would build again).
 FUZZ_CARGO=(env CARGO_PROFILE_DEV_DEBUG=false cargo +"$NIGHTLY" fuzz)
 # Miri interprets on one core: with both parts, the fuzz build compiles beside it, in the
-# background, instead of after it, and on x86_64 the AVX-512 Miri run (the longest, about as
-# long as the other Miri runs together) interprets beside them on the other core. A
+# background, instead of after it, and on x86_64 the AVX-512 Miri run (the longest, longer than
+# the other Miri runs together) interprets beside them on the other core. A
 # background job's output is printed when it is waited for.
 scratch="$(mktemp -d)"
 fuzz_build=
