@@ -2477,6 +2477,11 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         let Some(vectors) = entry_vectors::<V, E, A>(head_dim, pairing, runs, tables, rows) else {
             return false;
         };
+        // Opaque, so that the loop reads each vector's fields from the array where it uses
+        // them. Otherwise LLVM copied every field of all eight vectors into stack slots of
+        // their own ahead of the dispatch on `N`: 8-byte loads from the 256-bit stores that
+        // zeroed the array, which an AMD Zen 3 cannot forward (a fifth of a 1×1 grid's call).
+        let vectors = core::hint::black_box(&vectors);
         let form = Form::of::<E>(pairing.layout);
         let pairs = pairing.pairs.min(head_dim / 2);
         with_register_count!(
@@ -2487,7 +2492,7 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
             // `last` are inside its table (checked above).
             N => unsafe {
                 tokens_from_entries::<V, E, N, A>(
-                    x, token_len, head_dim, form, dir, &vectors, positions,
+                    x, token_len, head_dim, form, dir, vectors, positions,
                 )
             },
             _ => return false,
@@ -2528,6 +2533,8 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         let Some(vectors) = entry_vectors::<V, E, A>(head_dim, pairing, runs, tables, rows) else {
             return false;
         };
+        // Opaque for the reason given in `rotate_tokens_from_tables`.
+        let vectors = core::hint::black_box(&vectors);
         let form = Form::of::<E>(pairing.layout);
         let pairs = pairing.pairs.min(head_dim / 2);
         with_register_count!(
@@ -2539,7 +2546,7 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
             // above).
             N => unsafe {
                 grid_from_entries::<V, E, N, A>(
-                    x, line_len, token_len, head_dim, form, dir, &vectors, origin, extents,
+                    x, line_len, token_len, head_dim, form, dir, vectors, origin, extents,
                 )
             },
             _ => return false,
