@@ -51,7 +51,7 @@ echo "--- host C program: golden checks through the static and the shared librar
 # The dev profile: the release build of the host library took 16 minutes on a 2-core AMD
 # Zen 3 guest (27 CPU-minutes: every element type, angle source, position kind and head size
 # for every x86 backend; docs/performance-log.md, stop 53); the dev build runs the same code
-# paths in 25 s, and the Cortex-M4F build below is a release build.
+# paths in 20 s, and the Cortex-M4F build below is a release build.
 cargo build -p rope2d-capi
 python3 capi/tests/c/gen_golden.py tests/golden "$OUT/golden_cases.h"
 LIB="$CARGO_TARGET_DIR/debug"

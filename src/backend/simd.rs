@@ -2477,10 +2477,7 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         let Some(vectors) = entry_vectors::<V, E, A>(head_dim, pairing, runs, tables, rows) else {
             return false;
         };
-        // Opaque, so that the loop reads each vector's fields from the array where it uses
-        // them. Otherwise LLVM copied every field of all eight vectors into stack slots of
-        // their own ahead of the dispatch on `N`: 8-byte loads from the 256-bit stores that
-        // zeroed the array, which an AMD Zen 3 cannot forward (a fifth of a 1×1 grid's call).
+        // Opaque for the reason given in `rotate_grid_from_tables`.
         let vectors = core::hint::black_box(&vectors);
         let form = Form::of::<E>(pairing.layout);
         let pairs = pairing.pairs.min(head_dim / 2);
@@ -2533,7 +2530,11 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
         let Some(vectors) = entry_vectors::<V, E, A>(head_dim, pairing, runs, tables, rows) else {
             return false;
         };
-        // Opaque for the reason given in `rotate_tokens_from_tables`.
+        // Opaque, so that the loop reads each vector's fields from the array where it uses
+        // them. Otherwise LLVM copied every field of all eight vectors into stack slots of
+        // their own ahead of the dispatch on `N`: 8-byte loads from the 256-bit stores that
+        // zeroed the array, which an AMD Zen 3 appears not to forward (a fifth of the
+        // samples of a 1×1 grid's call; docs/performance-log.md, stop 53).
         let vectors = core::hint::black_box(&vectors);
         let form = Form::of::<E>(pairing.layout);
         let pairs = pairing.pairs.min(head_dim / 2);
