@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # rope2d on a Cortex-M4F (QEMU MPS2-AN386) and a Cortex-M0 (QEMU micro:bit): runs
 # examples/cortex_m4.rs (plain text and defmt) and examples/cortex_m0.rs, measures the budgets
-# below on the same images, prints every figure, and exits non-zero when a check fails or a
-# budget is exceeded. (The other embedded targets' builds are .ci/test's "embedded builds"
-# step.) Idempotent; installs what it needs (qemu-system-arm, binutils-arm-none-eabi,
-# python3, rustup targets, defmt-print).
+# below on the same images (instructions from a QEMU trace; sizes, panic paths and stack bounds
+# from the disassembly, the stack bounds beside the peaks the firmware measures), prints every
+# figure, and exits non-zero when a check fails or a budget is exceeded. (The other embedded
+# targets' builds are .ci/test's "embedded builds" step.) Idempotent; installs what it needs
+# (qemu-system-arm, binutils-arm-none-eabi, python3, rustup targets, defmt-print).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,9 +15,12 @@ MAX_INSNS_PER_ENTRY=80     # table build, per (cos, sin) entry
 MAX_Q15_INSNS_PER_PAIR=8   # Q15 whole grid on the DSP extension, per rotated pair
 # .text of everything the example's rope2d calls reach (issue 9's goal).
 MAX_TEXT_BYTES=4096
+# Stack a call of the lean axial set (calls::*) can take at most, by the disassembly's bound.
+MAX_STACK_BYTES=512
 # Cortex-M0 (no FPU), examples/cortex_m0.rs: Q15, integer arithmetic only (issue 10's goals).
 MAX_M0_INSNS_PER_PAIR=32     # rotated pair, rounded and saturated
 MAX_M0_INSNS_PER_ENTRY=250   # Q15 (cos, sin) entry
+MAX_M0_STACK_BYTES=768       # stack of any rope2d call the example makes, by the bound
 
 TARGET=thumbv7em-none-eabihf
 EXAMPLE=cortex_m4
@@ -140,6 +144,41 @@ measure() {
     done <"$dir/measured.txt"
 }
 per() { awk -v k="$2" '$1 == k { printf "%.2f", $3 / $2 }' "$1/measured.txt"; }
+
+# stack_check RUN CLOSURE PREFIX: each function's stack bound from CLOSURE (firmware_closure.py's
+# `stack_bound` lines) beside the peak the firmware measured by painting (RUN's `stack: NAME
+# BYTES` lines, NAME the function's path after PREFIX). Fails when a measured call has no
+# bound, or used more stack than its bound (the analysis would be missing something).
+stack_check() {
+    python3 - "$@" <<'PY'
+import sys
+run, closure, prefix = sys.argv[1:4]
+bounds = {}
+for line in open(closure):
+    f = line.split()
+    if len(f) == 3 and f[0] == "stack_bound" and f[1].startswith(prefix):
+        bounds[f[1][len(prefix):]] = f[2]
+measured = {}
+for line in open(run):
+    f = line.split()
+    if len(f) >= 3 and f[0] == "stack:":
+        measured[f[1]] = " ".join(f[2:])
+failed = False
+for name in sorted(set(bounds) | set(measured)):
+    bound, got = bounds.get(name, "none"), measured.get(name, "-")
+    ok = got == "-" or (bound.isdigit() and got.isdigit() and int(got) <= int(bound))
+    failed |= not ok
+    unit = lambda v: f"{v:>9} B" if v.isdigit() else f"{v:>11}"
+    print(f"  {'' if ok else 'CHECK FAIL '}stack of {name:<24} bound {unit(bound)}"
+          f"   measured {unit(got)}")
+sys.exit(1 if failed else 0)
+PY
+}
+# max_bound CLOSURE PREFIX: the largest `stack_bound` of the functions named PREFIX*.
+max_bound() {
+    awk -v p="$2" '$1 == "stack_bound" && index($2, p) == 1 {
+        if ($3 !~ /^[0-9]+$/) { m = $3; exit } if ($3 > m) m = $3 } END { print m }' "$1"
+}
 echo "== instruction counts (QEMU exec trace, one instruction per block)"
 measure "$work" "$ELF" "${QEMU[@]}"
 budget "instructions per rotated pair (scalar backend, rotate_qk, whole grid)" "$(per "$work" pairs)" $MAX_INSNS_PER_PAIR instructions
@@ -153,25 +192,41 @@ python3 .ci/firmware_closure.py $OBJDUMP "$ELF" "cortex_m4::firmware::calls::" |
 closure_status=${PIPESTATUS[0]}
 set -e
 if [ "$closure_status" != 0 ]; then
-    echo "CHECK FAIL   rope2d's apply/table functions reach a panic path"; fail=1
+    echo "CHECK FAIL   rope2d's apply/table functions reach a panic path (or have no stack bound)"
+    fail=1
 else
     echo "check ok     no panic path reachable from rope2d's apply and table functions"
 fi
 text_bytes=$(awk '$1 == "closure_text_bytes" { print $2 }' "$work/closure.txt")
 budget ".text reached from the example's rope2d calls (axial 2-D, constant preset)" "$text_bytes" $MAX_TEXT_BYTES bytes
 # For information: the 3-D check (Wan 2.1 table from its constant preset, tokens at
-# explicit positions) and the general table builder (specs chosen at run time).
-for part in calls_3d calls_general; do
+# explicit positions), the general table builder (specs chosen at run time) and an i8 buffer
+# requantised by the f32 table (the staged path).
+for part in calls_3d calls_general calls_i8; do
     set +e
     python3 .ci/firmware_closure.py $OBJDUMP "$ELF" "cortex_m4::firmware::$part::" >"$work/$part.txt"
     part_status=$?
     set -e
     if [ "$part_status" != 0 ]; then
-        echo "CHECK FAIL   $part reaches a panic path"; grep 'panic path' "$work/$part.txt"; fail=1
+        echo "CHECK FAIL   $part reaches a panic path or has no stack bound"
+        grep -E 'panic path|stack bound not' "$work/$part.txt"; fail=1
     fi
     printf '  %-14s .text %6s bytes (all it reaches, shared code included)\n' "$part" \
         "$(awk '$1 == "closure_text_bytes" { print $2 }' "$work/$part.txt")"
 done
+echo "== stack: bound from the disassembly (every path), peak measured on the device (by painting)"
+# Every calls* set at once (the Q15 calls included): their panic paths and stack bounds.
+set +e
+python3 .ci/firmware_closure.py $OBJDUMP "$ELF" "cortex_m4::firmware::calls" >"$work/all-calls.txt"
+all_status=$?
+set -e
+if [ "$all_status" != 0 ]; then
+    echo "CHECK FAIL   a calls* function reaches a panic path or has no stack bound"
+    grep -E 'panic path|stack bound not' "$work/all-calls.txt"; fail=1
+fi
+stack_check "$work/run.txt" "$work/all-calls.txt" "cortex_m4::firmware::" || fail=1
+budget "stack of any call of the axial set (calls::*), bound" \
+    "$(max_bound "$work/all-calls.txt" "cortex_m4::firmware::calls::")" $MAX_STACK_BYTES bytes
 # Not `nm | grep -q`: under pipefail, grep's early exit can fail nm with SIGPIPE, and the
 # failed pipeline would read as "not linked".
 symbols=$($NM "$ELF")
@@ -218,6 +273,22 @@ echo "== Cortex-M0 instruction counts"
 measure "$m0" "$M0_ELF" "${M0_QEMU[@]}"
 budget "Cortex-M0: instructions per rotated pair (Q15, rounded, saturated, whole grid)" "$(per "$m0" pairs)" $MAX_M0_INSNS_PER_PAIR instructions
 budget "Cortex-M0: instructions per Q15 (cos, sin) entry (Q15Table::build, 8x8, d = 32)" "$(per "$m0" table_entries)" $MAX_M0_INSNS_PER_ENTRY instructions
+echo "== Cortex-M0: what the example pulls from rope2d (call graph of calls::*), its stack"
+set +e
+python3 .ci/firmware_closure.py $OBJDUMP "$M0_ELF" "cortex_m0::firmware::calls::" >"$m0/closure.txt"
+m0_closure_status=$?
+set -e
+if [ "$m0_closure_status" != 0 ]; then
+    echo "CHECK FAIL   a Cortex-M0 calls:: function reaches a panic path or has no stack bound"
+    grep -E 'panic path|stack bound not' "$m0/closure.txt"; fail=1
+else
+    echo "check ok     no panic path reachable from the Cortex-M0 example's rope2d calls"
+fi
+printf '  .text %s bytes (all the calls reach, compiler-builtins included)\n' \
+    "$(awk '$1 == "closure_text_bytes" { print $2 }' "$m0/closure.txt")"
+stack_check "$m0/run.txt" "$m0/closure.txt" "cortex_m0::firmware::" || fail=1
+budget "Cortex-M0: stack of any rope2d call of the example, bound" \
+    "$(max_bound "$m0/closure.txt" "cortex_m0::firmware::calls::")" $MAX_M0_STACK_BYTES bytes
 # Soft-float routines, by their ABI and libgcc names (__aeabi_fmul, __aeabi_i2f, __addsf3,
 # __fixsfsi, __floatsisf, __truncdfsf2, ...); integer helpers (__aeabi_lmul, __aeabi_uidiv)
 # are fine.

@@ -3,8 +3,13 @@
 `calls::*` functions (every rope2d call the example makes sits in one of them), followed
 through `bl`/`b` into every function they reach, from the disassembly.
 
-Prints every reached function with its size, then `closure_text_bytes N`, and exits 1
-when a reached function is a panic path (core::panicking, bounds/slice/unwrap failures).
+Prints every reached function with its size, then `closure_text_bytes N`, then for each
+root `stack_bound NAME BYTES`: the most stack a call of it can take, its own frame plus the
+deepest callee's, over every path of the call graph (an upper bound: a function's frame is the
+sum of all its stack decrements, and a tail call is counted as if the frame were still there).
+Exits 1 when a reached function is a panic path (core::panicking, bounds/slice/unwrap
+failures), or when the bound cannot be computed: recursion, an indirect call, or a stack
+pointer moved by a register.
 
 usage: firmware_closure.py OBJDUMP ELF ROOT_PREFIX
 """
@@ -23,6 +28,44 @@ insn = re.compile(r"^\s*([0-9a-f]+):\s+(\S+)\s*(.*)$")
 target = re.compile(r"\b([0-9a-f]+) <.*>$")
 
 functions = {}  # start address -> [name, end address (exclusive), set of branch targets]
+frames = {}  # start address -> bytes the function's stack decrements add up to
+unbounded = {}  # start address -> the first instruction that defeats the stack bound
+registers = re.compile(r"\{([^}]*)\}")
+immediate = re.compile(r"#(-?\d+)")
+
+
+def register_count(operands):
+    """Registers in a `{r4, r5, lr}` or `{d8-d15}` list."""
+    count = 0
+    for item in registers.search(operands).group(1).split(","):
+        first, _, last = item.strip().partition("-")
+        count += int(last[1:]) - int(first[1:]) + 1 if last else 1
+    return count
+
+
+def stack_decrement(mnemonic, operands):
+    """Bytes an instruction moves the stack pointer down by; None when not known statically."""
+    base = mnemonic.split(".")[0]
+    if base == "push":
+        return 4 * register_count(operands)
+    if base == "vpush":
+        size = 8 if registers.search(operands).group(1).strip().startswith("d") else 4
+        return size * register_count(operands)
+    if base == "stmdb" and operands.startswith("sp!"):
+        return 4 * register_count(operands)
+    if base in ("str", "strd", "vstr") and "[sp, #-" in operands and operands.endswith("!"):
+        return -int(immediate.search(operands.split("[sp,")[1]).group(1))
+    if base in ("sub", "subw", "add", "addw") and re.match(r"sp,", operands):
+        m = immediate.search(operands)
+        if m is None:  # sp changed by a register: a dynamic allocation
+            return None
+        n = int(m.group(1))
+        return n if base.startswith("sub") else max(0, -n)
+    if base == "mov" and operands.startswith("sp,"):
+        return None
+    return 0
+
+
 current = None
 for line in text.splitlines():
     m = header.match(line)
@@ -39,6 +82,13 @@ for line in text.splitlines():
             t = target.search(operands)
             if t:
                 entry[2].add(int(t.group(1), 16))
+            elif mnemonic.startswith("bl") or (mnemonic.startswith("bx") and operands != "lr"):
+                unbounded.setdefault(current, f"{mnemonic} {operands}")  # indirect
+        step = stack_decrement(mnemonic, operands)
+        if step is None:
+            unbounded.setdefault(current, f"{mnemonic} {operands}")
+        else:
+            frames[current] = frames.get(current, 0) + step
 
 # Symbol sizes from the symbol table (objdump's last-instruction estimate as a fallback).
 sizes = {}
@@ -94,4 +144,37 @@ print(f"closure_functions {len(seen)}")
 print(f"closure_text_bytes {total}")
 for name in panics:
     print(f"panic path reached: {name}")
-sys.exit(1 if panics else 0)
+
+depths, problems = {}, []
+
+
+def depth(a, path):
+    """The bound of function `a`, None (and a line in `problems`) when there is none."""
+    if a in depths:
+        return depths[a]
+    name = functions[a][0]
+    if a in path:
+        problems.append(f"recursion through {name}")
+        return None
+    if a in unbounded:
+        problems.append(f"{name}: {unbounded[a]}")
+        return None
+    deepest = 0
+    for t in functions[a][2]:
+        f = containing(t)
+        if f is None or f == a:
+            continue
+        d = depth(f, path | {a})
+        if d is None:
+            return None
+        deepest = max(deepest, d)
+    depths[a] = frames.get(a, 0) + deepest
+    return depths[a]
+
+
+for a in sorted(roots, key=lambda a: functions[a][0]):
+    bound = depth(a, frozenset())
+    print(f"stack_bound {functions[a][0]} {'unbounded' if bound is None else bound}")
+for problem in problems:
+    print(f"stack bound not computable: {problem}")
+sys.exit(1 if panics or problems else 0)

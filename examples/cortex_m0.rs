@@ -27,7 +27,9 @@
 //! - the inverse restores q within 2 LSB;
 //! - calls that must be refused (a short buffer, an `f32` buffer) are, touching nothing.
 //!
-//! Every rope2d call sits in `mod calls`, which `.ci/firmware.sh` measures for size.
+//! Every rope2d call sits in `mod calls`, which `.ci/firmware.sh` measures for size, checks
+//! for panic paths and bounds for stack; the firmware prints each call's peak stack, measured
+//! by painting (`stack: <call> <bytes>`), for the script to hold against that bound.
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 #[cfg(not(target_os = "none"))]
@@ -43,6 +45,11 @@ fn main() {
 #[path = "common/golden_json.rs"]
 mod json;
 
+/// The peak stack of a call, measured by painting (shared with `cortex_m4.rs`).
+#[cfg(target_os = "none")]
+#[path = "common/stack_paint.rs"]
+mod stack_paint;
+
 #[cfg(target_os = "none")]
 mod firmware {
     use cortex_m_rt::{ExceptionFrame, entry, exception};
@@ -51,6 +58,24 @@ mod firmware {
         Direction, Error, Grid, Layout, Q15Table, Shape, Spec,
         preset::{self, AxisOrder},
     };
+
+    /// Bytes of free stack painted below a measured call (at most what lies between the
+    /// statics and the stack): more than any call here takes.
+    const STACK_WINDOW: usize = 2 * 1024;
+
+    /// `$call`, a call of the `calls` function named `$name`, with its peak stack measured
+    /// on the device (`stack_paint`) and printed as `stack: <name> <bytes>`, which
+    /// `.ci/firmware.sh` holds against the bound it computes for that function.
+    macro_rules! stacked {
+        ($name:literal, $call:expr) => {{
+            let (result, depth) = crate::stack_paint::peak_stack(STACK_WINDOW, || $call);
+            match depth {
+                Some(bytes) => hprintln!("stack: {} {}", $name, bytes),
+                None => hprintln!("stack: {} beyond {}", $name, STACK_WINDOW),
+            }
+            result
+        }};
+    }
 
     /// The golden file, turned into integers at compile time.
     mod golden {
@@ -312,9 +337,12 @@ mod firmware {
             tally.check(false, "table storage", 0, 0, "");
             finish(tally)
         };
-        measure_begin();
-        let built = calls::build(storage);
-        measure_end();
+        let built = stacked!("calls::build", {
+            measure_begin();
+            let built = calls::build(storage);
+            measure_end();
+            built
+        });
         hprintln!("measure: table_entries {}", ENTRIES);
         let table = match built {
             Ok(table) => table,
@@ -335,9 +363,12 @@ mod firmware {
             finish(tally)
         };
         q.copy_from_slice(&INPUT);
-        measure_begin();
-        let rotated = calls::rotate(&table, q, Direction::Forward);
-        measure_end();
+        let rotated = stacked!("calls::rotate", {
+            measure_begin();
+            let rotated = calls::rotate(&table, q, Direction::Forward);
+            measure_end();
+            rotated
+        });
         hprintln!("measure: pairs {}", VALUES / 2);
         match rotated {
             Ok(()) => {
@@ -377,7 +408,10 @@ mod firmware {
         let grid = Grid::new([2, SIDE]);
         let results = [
             calls::rotate_grid(&table, &mut inverse.0, grid, Direction::Inverse),
-            calls::rotate_grid(&table, &mut odd.0[1..], grid, Direction::Forward),
+            stacked!(
+                "calls::rotate_grid",
+                calls::rotate_grid(&table, &mut odd.0[1..], grid, Direction::Forward)
+            ),
         ];
         if let Some(&Err(e)) = results.iter().find(|r| r.is_err()) {
             tally.error("rotate (two lines)", e);
@@ -418,7 +452,7 @@ mod firmware {
             "",
         );
         let mut head = [0f32; D];
-        let refused = calls::rotate_f32(&table, &mut head);
+        let refused = stacked!("calls::rotate_f32", calls::rotate_f32(&table, &mut head));
         tally.check(
             refused == Err(Error::FixedPoint) && head.iter().all(|v| v.to_bits() == 0),
             "an f32 head refused (Error::FixedPoint), untouched",

@@ -30,10 +30,14 @@
 //! - relativity: with the same q at every grid position and the same k at every position,
 //!   `<R(p)q, R(p')k>` depends on `p' − p` only (one whole-grid rotation, checked for every
 //!   `p` at several displacements);
-//! - a call with a short k is refused and leaves q and k untouched.
+//! - a call with a short k is refused and leaves q and k untouched;
+//! - the grid in `i8` (scale 2⁻⁴), requantised to 2⁻³ by the `f32` table: within 1 LSB of
+//!   the `f32` rotation of the same quantised input, rounded.
 //!
-//! Every rope2d call sits in `mod calls`, which `.ci/firmware.sh` measures for size (with
-//! everything it reaches) and checks for panic paths.
+//! Every rope2d call sits in `mod calls` (or a `calls_*` module beside it), which
+//! `.ci/firmware.sh` measures for size (with everything it reaches), checks for panic paths
+//! and bounds for stack; the firmware prints each call's peak stack, measured by painting
+//! (`stack: <call> <bytes>`), for the script to hold against that bound.
 #![cfg_attr(target_os = "none", no_std, no_main)]
 
 #[cfg(not(target_os = "none"))]
@@ -48,6 +52,11 @@ fn main() {
 #[cfg(target_os = "none")]
 #[path = "common/golden_json.rs"]
 mod json;
+
+/// The peak stack of a call, measured by painting (shared with `cortex_m0.rs`).
+#[cfg(target_os = "none")]
+#[path = "common/stack_paint.rs"]
+mod stack_paint;
 
 #[cfg(target_os = "none")]
 mod firmware {
@@ -67,6 +76,23 @@ mod firmware {
     #[cfg(feature = "defmt")]
     macro_rules! say {
         ($($arg:tt)*) => { defmt::println!($($arg)*) };
+    }
+
+    /// Bytes of free stack painted below a measured call: more than any call here takes.
+    const STACK_WINDOW: usize = 8 * 1024;
+
+    /// `$call`, a call of the `calls*` function named `$name`, with its peak stack measured
+    /// on the device (`stack_paint`) and printed as `stack: <name> <bytes>`, which
+    /// `.ci/firmware.sh` holds against the bound it computes for that function.
+    macro_rules! stacked {
+        ($name:literal, $call:expr) => {{
+            let (result, depth) = crate::stack_paint::peak_stack(STACK_WINDOW, || $call);
+            match depth {
+                Some(bytes) => say!("stack: {} {}", $name, bytes),
+                None => say!("stack: {} beyond {}", $name, STACK_WINDOW),
+            }
+            result
+        }};
     }
 
     /// The seed file: 2-D axial, the convention the firmware's main table is built for.
@@ -275,6 +301,22 @@ mod firmware {
             table.rotate_at(x, shape, positions, dir)
         }
     }
+
+    /// An `i8` buffer requantised by the `f32` table: the staged path (values converted into
+    /// a stack buffer, rotated and rounded back), measured separately by `.ci/firmware.sh`.
+    mod calls_i8 {
+        use super::*;
+
+        #[inline(never)]
+        pub fn rotate(table: &Table<'_, 2>, x: &mut [i8], dir: Direction) -> Result<(), Error> {
+            table.rotate(x, SHAPE.with_scales(I8_IN, I8_OUT), Grid::new(GRID), dir)
+        }
+    }
+
+    /// Scales of the `i8` check: inputs in steps of 2⁻⁴ (the golden values stay below 8),
+    /// outputs in steps of 2⁻³ (a rotation grows no pair's norm, no value passes 8·√2).
+    const I8_IN: f32 = 1.0 / 16.0;
+    const I8_OUT: f32 = 1.0 / 8.0;
 
     /// The Q15 calls (the DSP kernel), measured separately by `.ci/firmware.sh`.
     mod calls_q15 {
@@ -499,9 +541,12 @@ mod firmware {
             tally.check(false, "table storage", 0.0, 0.0);
             finish(tally)
         };
-        measure_begin();
-        let built = calls::build(storage);
-        measure_end();
+        let built = stacked!("calls::build", {
+            measure_begin();
+            let built = calls::build(storage);
+            measure_end();
+            built
+        });
         say!("measure: table_entries {}", ENTRIES);
         let table = match built {
             Ok(table) => table,
@@ -529,9 +574,12 @@ mod firmware {
         let mut k0 = [0f32; GRID_VALUES];
         scatter(&mut q0, &mut k0);
         let (mut q, mut k) = (q0, k0);
-        measure_begin();
-        let rotated = calls::rotate_qk(&table, &mut q, &mut k, SHAPE, Direction::Forward);
-        measure_end();
+        let rotated = stacked!("calls::rotate_qk", {
+            measure_begin();
+            let rotated = calls::rotate_qk(&table, &mut q, &mut k, SHAPE, Direction::Forward);
+            measure_end();
+            rotated
+        });
         say!("measure: pairs {}", GRID_VALUES);
         match rotated {
             Ok(()) => {
@@ -572,7 +620,10 @@ mod firmware {
             );
         }
         let mut half_storage = [[0f32; 2]; ENTRIES];
-        match calls_general::build(&mut half_storage, &half(D), GRID) {
+        match stacked!(
+            "calls_general::build",
+            calls_general::build(&mut half_storage, &half(D), GRID)
+        ) {
             Ok(half_table) => {
                 for dir in [Direction::Forward, Direction::Inverse] {
                     check_kernel(
@@ -667,6 +718,9 @@ mod firmware {
         // Q15 on the DSP extension: the same grid in i16.
         check_q15(&mut tally, &q0);
 
+        // The same grid in i8, requantised by the f32 table (staged on the stack).
+        check_i8(&mut tally, &table, &q0, (&mut q, &mut k));
+
         // An invalid call is refused before anything is touched: k one value short.
         q.copy_from_slice(&q0);
         k.copy_from_slice(&k0);
@@ -706,7 +760,7 @@ mod firmware {
         ) else {
             return tally.check(false, "Q15 table storage", 0.0, 0.0);
         };
-        let table = match calls_q15::build(storage) {
+        let table = match stacked!("calls_q15::build", calls_q15::build(storage)) {
             Ok(table) => table,
             Err(e) => return tally.error("Q15Table::build (14x14, d = 64)", e),
         };
@@ -725,9 +779,12 @@ mod firmware {
             *i = (if v < 0.0 { v - 0.5 } else { v + 0.5 }) as i16;
         }
         q.copy_from_slice(input);
-        measure_begin();
-        let rotated = calls_q15::rotate(&table, q, Direction::Forward);
-        measure_end();
+        let rotated = stacked!("calls_q15::rotate", {
+            measure_begin();
+            let rotated = calls_q15::rotate(&table, q, Direction::Forward);
+            measure_end();
+            rotated
+        });
         say!("measure: q15_pairs {}", GRID_VALUES / 2);
         if let Err(e) = rotated {
             return tally.error("Q15 rotate", e);
@@ -766,7 +823,10 @@ mod firmware {
                 // The inverse kernel on the forward output of the first two tokens.
                 let mut first = Words([0i16; 2 * TOKEN_LEN]);
                 first.0.copy_from_slice(&back);
-                let n = match calls_q15::rotate_at(&table, &mut first.0, Direction::Inverse) {
+                let n = match stacked!(
+                    "calls_q15::rotate_at",
+                    calls_q15::rotate_at(&table, &mut first.0, Direction::Inverse)
+                ) {
                     Ok(()) => q15_mismatches(&table, &back, &first.0, Direction::Inverse),
                     Err(_) => u32::MAX,
                 };
@@ -822,23 +882,74 @@ mod firmware {
         mismatches
     }
 
+    /// `x` rounded to the nearest integer (ties away from zero), saturated to `i8`.
+    fn round_i8(x: f32) -> i8 {
+        (if x < 0.0 { x - 0.5 } else { x + 0.5 }) as i8
+    }
+
+    /// The whole grid quantised to `i8` at scale [`I8_IN`] and rotated into scale [`I8_OUT`]
+    /// by the `f32` table: every output within 1 LSB of the `f32` rotation of the same
+    /// quantised input, rounded (the crate's bound for integer buffers), and the peak stack
+    /// of the staged call measured. `scratch` holds the `f32` reference.
+    fn check_i8(
+        tally: &mut Tally,
+        table: &Table<'_, 2>,
+        q0: &[f32],
+        scratch: (&mut [f32], &mut [f32]),
+    ) {
+        let (reference, other) = scratch;
+        let Some(x) = cortex_m::singleton!(: [i8; GRID_VALUES] = [0; GRID_VALUES]) else {
+            return tally.check(false, "i8 buffer", 0.0, 0.0);
+        };
+        for ((x, r), &v) in x.iter_mut().zip(reference.iter_mut()).zip(q0) {
+            *x = round_i8(v / I8_IN);
+            *r = f32::from(*x) * I8_IN;
+        }
+        other.copy_from_slice(reference);
+        if let Err(e) = calls::rotate_qk(table, reference, other, SHAPE, Direction::Forward) {
+            return tally.error("i8 reference (f32 rotate_qk)", e);
+        }
+        let rotated = stacked!(
+            "calls_i8::rotate",
+            calls_i8::rotate(table, x, Direction::Forward)
+        );
+        if let Err(e) = rotated {
+            return tally.error("i8 rotate (requantised)", e);
+        }
+        let worst = x
+            .iter()
+            .zip(reference.iter())
+            .map(|(&got, &r)| (i32::from(got) - i32::from(round_i8(r / I8_OUT))).abs())
+            .max()
+            .unwrap_or(0);
+        tally.check(
+            worst <= 1,
+            "i8 requantised 2^-4 -> 2^-3 vs f32 rotation, rounded (LSB)",
+            worst as f32,
+            1.0,
+        );
+    }
+
     /// Wan 2.1 on the device: the table built from the preset, the file's first tokens
     /// rotated at their positions and compared with `expected_ref` and `expected_f64`.
     fn check_wan(tally: &mut Tally) {
         const SPEC: Spec<'static, 3> = preset::wan(wan::D, 10_000.0);
         const WAN_ENTRIES: usize = SPEC.plan.table_len(wan::GRID);
         let mut storage = [[0f32; 2]; WAN_ENTRIES];
-        let table = match calls_3d::build(&mut storage) {
+        let table = match stacked!("calls_3d::build", calls_3d::build(&mut storage)) {
             Ok(table) => table,
             Err(e) => return tally.error("Wan 2.1 table", e),
         };
         let mut x = wan::INPUT;
-        match calls_3d::rotate_at(
-            &table,
-            &mut x,
-            Shape::heads(wan::HEADS),
-            &wan::POSITIONS,
-            Direction::Forward,
+        match stacked!(
+            "calls_3d::rotate_at",
+            calls_3d::rotate_at(
+                &table,
+                &mut x,
+                Shape::heads(wan::HEADS),
+                &wan::POSITIONS,
+                Direction::Forward,
+            )
         ) {
             Ok(()) => {
                 let w = worst_diff(&x, &wan::EXPECTED_REF);

@@ -1058,6 +1058,7 @@ impl Ratio<'_> {
             Ratio::Tensor(ratio) => backend.load(src, dst, ratio),
             Ratio::Heads(scales) => {
                 let mut head = first_head;
+                let head_dim = head_dim.max(1);
                 for (s, d) in src.chunks(head_dim).zip(dst.chunks_mut(head_dim)) {
                     let ratio = scales.get(head).map_or(Ok(1.0), |s| s.ratio::<E>());
                     backend.load(s, d, ratio.unwrap_or(1.0));
@@ -1109,6 +1110,10 @@ struct Chunks {
 /// rotated by `rotate(buffer, token_len, first_token, tokens)` and rounded back. A token
 /// larger than the buffer is split between whole heads (`rotate` sees the same
 /// `first_token` once per group of heads).
+///
+/// The checks before it make every slice below fit and every divisor non-zero; the code
+/// says so without indexing or dividing by them, so that no panic path is linked
+/// (`.ci/firmware.sh` checks the disassembly of a requantising call).
 fn staged<E: Element>(
     x: &mut [E],
     tokens: apply::Tokens,
@@ -1121,7 +1126,7 @@ fn staged<E: Element>(
     let mut buffer = [0.0f32; STAGE];
     let token_len = tokens.token_len;
     if token_len <= STAGE {
-        let fit = (STAGE / token_len).min(chunks.span).max(1);
+        let fit = (STAGE / token_len.max(1)).min(chunks.span).max(1);
         // Lines that do not fit: any split, of at most the tokens whose positions `rotate`
         // can list.
         let (align, span) = if chunks.align <= fit {
@@ -1141,7 +1146,9 @@ fn staged<E: Element>(
             let Some(chunk) = x.get_mut(first * token_len..(first + n) * token_len) else {
                 return;
             };
-            let here = &mut buffer[..chunk.len()];
+            let Some(here) = buffer.get_mut(..chunk.len()) else {
+                return;
+            };
             ratio.load(backend, chunk, here, head_dim, 0);
             rotate(here, token_len, first, n);
             backend.store(here, chunk);
@@ -1149,11 +1156,15 @@ fn staged<E: Element>(
         }
     } else {
         // `check_tokens` made sure that a head fits.
+        let head_dim = head_dim.max(1);
         let per_group = (STAGE / head_dim).max(1);
-        let group = per_group * head_dim;
+        // (Never 0; `max` so that the optimiser sees it, as a product may wrap.)
+        let group = (per_group * head_dim).max(1);
         for (t, token) in x.chunks_mut(token_len).enumerate() {
             for (g, heads) in token.chunks_mut(group).enumerate() {
-                let here = &mut buffer[..heads.len()];
+                let Some(here) = buffer.get_mut(..heads.len()) else {
+                    return;
+                };
                 ratio.load(backend, heads, here, head_dim, g * per_group);
                 rotate(here, heads.len(), t, 1);
                 backend.store(here, heads);
