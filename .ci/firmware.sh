@@ -21,6 +21,12 @@ MAX_STACK_BYTES=512
 MAX_M0_INSNS_PER_PAIR=32     # rotated pair, rounded and saturated
 MAX_M0_INSNS_PER_ENTRY=250   # Q15 (cos, sin) entry
 MAX_M0_STACK_BYTES=768       # stack of any rope2d call the example makes, by the bound
+# RISC-V RV32IMAC (no FPU; QEMU sifive_e), examples/riscv32.rs: the same integer-only checks
+# through the plain-Rust Q15 loop.
+MAX_RV_INSNS_PER_PAIR=36     # rotated pair, rounded and saturated
+MAX_RV_INSNS_PER_ENTRY=100   # Q15 (cos, sin) entry
+MAX_RV_TEXT_BYTES=5120       # .text the example's rope2d calls reach
+MAX_RV_STACK_BYTES=384       # stack of any rope2d call of the example, by the bound
 
 TARGET=thumbv7em-none-eabihf
 EXAMPLE=cortex_m4
@@ -43,11 +49,13 @@ apt_install() {
 }
 missing=()
 have qemu-system-arm || missing+=(qemu-system-arm)
+have qemu-system-riscv32 || missing+=(qemu-system-misc)
+have riscv64-unknown-elf-objdump || missing+=(binutils-riscv64-unknown-elf)
 have arm-none-eabi-objdump || missing+=(binutils-arm-none-eabi)
 have python3 || missing+=(python3)
 have timeout || missing+=(coreutils)
 if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
-rustup target add thumbv7em-none-eabihf thumbv6m-none-eabi >/dev/null
+rustup target add thumbv7em-none-eabihf thumbv6m-none-eabi riscv32imac-unknown-none-elf >/dev/null
 # Pinned (as hardening.sh pins its tools): the version these checks last passed with.
 DEFMT_PRINT_VERSION=1.2.0
 [ "$(defmt-print --version 2>/dev/null | head -n 1)" = "defmt-print $DEFMT_PRINT_VERSION" ] ||
@@ -108,12 +116,13 @@ if [ "$status" != 0 ] || ! grep -q '[1-9][0-9]* passed, 0 failed' "$work/defmt.t
 fi
 
 # --- instruction budgets: QEMU trace of the plain image ------------------------------------------
-# measure DIR ELF QEMU-ARGS...: counts the instructions QEMU executes between each return from
-# `measure_begin` and the next `measure_end` of ELF, pairs them with the work the firmware
-# prints (`measure: <what> <units>`), into DIR/measured.txt, and prints them.
+# measure DIR ELF NM QEMU-ARGS...: counts the instructions QEMU executes between each return
+# from `measure_begin` and the next `measure_end` of ELF (whose symbols NM reads), pairs them
+# with the work the firmware prints (`measure: <what> <units>`), into DIR/measured.txt, and
+# prints them.
 measure() {
-    local dir=$1 elf=$2; shift 2
-    sym() { $NM -S "$elf" | awk -v s="$1" '$4 == s { print $1, $2 }'; }
+    local dir=$1 elf=$2 nm=$3; shift 3
+    sym() { $nm -S "$elf" | awk -v s="$1" '$4 == s { print $1, $2 }'; }
     local begin_addr begin_size end_addr end_size
     read -r begin_addr begin_size < <(sym measure_begin)
     read -r end_addr end_size < <(sym measure_end)
@@ -180,7 +189,7 @@ max_bound() {
         if ($3 !~ /^[0-9]+$/) { m = $3; exit } if ($3 > m) m = $3 } END { print m }' "$1"
 }
 echo "== instruction counts (QEMU exec trace, one instruction per block)"
-measure "$work" "$ELF" "${QEMU[@]}"
+measure "$work" "$ELF" $NM "${QEMU[@]}"
 budget "instructions per rotated pair (scalar backend, rotate_qk, whole grid)" "$(per "$work" pairs)" $MAX_INSNS_PER_PAIR instructions
 budget "instructions per (cos, sin) entry (Table::build, 14x14, d = 64)" "$(per "$work" table_entries)" $MAX_INSNS_PER_ENTRY instructions
 budget "instructions per rotated pair (Q15, DSP extension, rotate, whole grid)" "$(per "$work" q15_pairs)" $MAX_Q15_INSNS_PER_PAIR instructions
@@ -270,7 +279,7 @@ if [ "$status" != 0 ] || ! grep -q '^[1-9][0-9]* passed, 0 failed$' "$m0/run.txt
     exit 1
 fi
 echo "== Cortex-M0 instruction counts"
-measure "$m0" "$M0_ELF" "${M0_QEMU[@]}"
+measure "$m0" "$M0_ELF" $NM "${M0_QEMU[@]}"
 budget "Cortex-M0: instructions per rotated pair (Q15, rounded, saturated, whole grid)" "$(per "$m0" pairs)" $MAX_M0_INSNS_PER_PAIR instructions
 budget "Cortex-M0: instructions per Q15 (cos, sin) entry (Q15Table::build, 8x8, d = 32)" "$(per "$m0" table_entries)" $MAX_M0_INSNS_PER_ENTRY instructions
 echo "== Cortex-M0: what the example pulls from rope2d (call graph of calls::*), its stack"
@@ -311,5 +320,59 @@ for name in __aeabi_lmul __aeabi_uidiv __aeabi_memcpy __udivsi3 __aeabi_llsl; do
 done
 echo "  Cortex-M0 image:"
 arm-none-eabi-size "$M0_ELF" | sed 's/^/    /'
+
+# --- RISC-V (RV32IMAC, no FPU): the same integer-only firmware -------------------------------
+RV_TARGET=riscv32imac-unknown-none-elf
+RV_EXAMPLE=riscv32
+RV_QEMU=(qemu-system-riscv32 -machine sifive_e -nographic
+         -semihosting-config enable=on,target=native)
+RV_OBJDUMP=riscv64-unknown-elf-objdump
+RV_NM=riscv64-unknown-elf-nm
+echo "== clippy, $RV_EXAMPLE example"
+cargo clippy --quiet --release --target $RV_TARGET --example $RV_EXAMPLE -- -D warnings
+echo "== cargo run --release --target $RV_TARGET --example $RV_EXAMPLE"
+cargo build --quiet --release --target $RV_TARGET --example $RV_EXAMPLE
+rv="$work/rv"
+mkdir -p "$rv"
+RV_ELF="$rv/$RV_EXAMPLE.elf"
+cp "$CARGO_TARGET_DIR/$RV_TARGET/release/examples/$RV_EXAMPLE" "$RV_ELF"
+set +e
+timeout $QEMU_TIMEOUT "${RV_QEMU[@]}" -kernel "$RV_ELF" | tee "$rv/run.txt"
+status=${PIPESTATUS[0]}
+set -e
+echo "QEMU exit status: $status"
+if [ "$status" != 0 ] || ! grep -q '^[1-9][0-9]* passed, 0 failed$' "$rv/run.txt"; then
+    echo "RISC-V firmware checks failed"
+    exit 1
+fi
+echo "== RISC-V instruction counts"
+measure "$rv" "$RV_ELF" $RV_NM "${RV_QEMU[@]}"
+budget "RISC-V: instructions per rotated pair (Q15, rounded, saturated, whole grid)" "$(per "$rv" pairs)" $MAX_RV_INSNS_PER_PAIR instructions
+budget "RISC-V: instructions per Q15 (cos, sin) entry (Q15Table::build, 8x8, d = 32)" "$(per "$rv" table_entries)" $MAX_RV_INSNS_PER_ENTRY instructions
+echo "== RISC-V: what the example pulls from rope2d (call graph of calls::*), its stack"
+set +e
+python3 .ci/firmware_closure.py $RV_OBJDUMP "$RV_ELF" "riscv32::firmware::calls::" >"$rv/closure.txt"
+rv_closure_status=$?
+set -e
+if [ "$rv_closure_status" != 0 ]; then
+    echo "CHECK FAIL   a RISC-V calls:: function reaches a panic path or has no stack bound"
+    grep -E 'panic path|stack bound not' "$rv/closure.txt"; fail=1
+else
+    echo "check ok     no panic path reachable from the RISC-V example's rope2d calls"
+fi
+budget "RISC-V: .text reached from the example's rope2d calls" \
+    "$(awk '$1 == "closure_text_bytes" { print $2 }' "$rv/closure.txt")" $MAX_RV_TEXT_BYTES bytes
+stack_check "$rv/run.txt" "$rv/closure.txt" "riscv32::firmware::" || fail=1
+budget "RISC-V: stack of any rope2d call of the example, bound" \
+    "$(max_bound "$rv/closure.txt" "riscv32::firmware::calls::")" $MAX_RV_STACK_BYTES bytes
+rv_symbols=$($RV_NM "$RV_ELF")
+soft=$(awk '{ print $NF }' <<<"$rv_symbols" | grep -E "$SOFT_FLOAT" || true)
+if [ -n "$soft" ]; then
+    echo "CHECK FAIL   soft-float routines in the RISC-V image:" $soft; fail=1
+else
+    echo "check ok     no soft-float routine (__addsf3, __mulsf3, __fixsfsi, ...) in the RISC-V image"
+fi
+echo "  RISC-V image:"
+riscv64-unknown-elf-size "$RV_ELF" | sed 's/^/    /'
 
 exit $fail

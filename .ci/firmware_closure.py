@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""What the firmware pulls from rope2d: the call graph of examples/cortex_m4.rs's
-`calls::*` functions (every rope2d call the example makes sits in one of them), followed
-through `bl`/`b` into every function they reach, from the disassembly.
+"""What a firmware pulls from rope2d: the call graph of an example's `calls::*` functions
+(every rope2d call the example makes sits in one of them), followed through its calls and
+branches into every function they reach, from the disassembly (Arm Thumb or RISC-V, GNU
+objdump's format).
 
 Prints every reached function with its size, then `closure_text_bytes N`, then for each
 root `stack_bound NAME BYTES`: the most stack a call of it can take, its own frame plus the
@@ -22,6 +23,7 @@ text = subprocess.run(
     [objdump, "-d", "-C", "--no-show-raw-insn", elf],
     check=True, capture_output=True, text=True,
 ).stdout
+riscv = "littleriscv" in text[:2000]
 
 header = re.compile(r"^([0-9a-f]+) <(.*)>:$")
 insn = re.compile(r"^\s*([0-9a-f]+):\s+(\S+)\s*(.*)$")
@@ -45,6 +47,13 @@ def register_count(operands):
 
 def stack_decrement(mnemonic, operands):
     """Bytes an instruction moves the stack pointer down by; None when not known statically."""
+    if riscv:
+        if mnemonic in ("add", "addi", "sub", "mv") and operands.startswith("sp,"):
+            m = re.fullmatch(r"sp,sp,(-?\d+)", operands.split()[0])
+            if m is None or mnemonic in ("sub", "mv"):  # sp from a register
+                return None
+            return max(0, -int(m.group(1)))
+        return 0
     base = mnemonic.split(".")[0]
     if base == "push":
         return 4 * register_count(operands)
@@ -78,12 +87,20 @@ for line in text.splitlines():
         address, mnemonic, operands = int(m.group(1), 16), m.group(2), m.group(3)
         entry = functions[current]
         entry[1] = max(entry[1], address + (2 if mnemonic.endswith(".n") else 4))
-        if mnemonic.startswith("b") and not mnemonic.startswith(("bic", "bfi", "bfc", "bkpt")):
+        if riscv:
+            branch = mnemonic.startswith(("b", "j")) or mnemonic in ("call", "tail")
+            # `jalr`/`jr` through a register with no target in objdump's comment.
+            indirect = mnemonic in ("jalr", "jr") and operands != "ra"
+        else:
+            branch = mnemonic.startswith("b") and not mnemonic.startswith(
+                ("bic", "bfi", "bfc", "bkpt"))
+            indirect = mnemonic.startswith("bl") or (mnemonic.startswith("bx") and operands != "lr")
+        if branch:
             t = target.search(operands)
             if t:
                 entry[2].add(int(t.group(1), 16))
-            elif mnemonic.startswith("bl") or (mnemonic.startswith("bx") and operands != "lr"):
-                unbounded.setdefault(current, f"{mnemonic} {operands}")  # indirect
+            elif indirect:
+                unbounded.setdefault(current, f"{mnemonic} {operands}")
         step = stack_decrement(mnemonic, operands)
         if step is None:
             unbounded.setdefault(current, f"{mnemonic} {operands}")

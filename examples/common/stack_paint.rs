@@ -25,8 +25,14 @@ unsafe extern "C" {
 pub fn peak_stack<R>(window: usize, call: impl FnOnce() -> R) -> (R, Option<usize>) {
     let top: usize;
     // SAFETY: reads the stack pointer into a register; no memory is touched.
+    #[cfg(target_arch = "arm")]
     unsafe {
         core::arch::asm!("mov {}, sp", out(reg) top, options(nomem, nostack, preserves_flags))
+    };
+    // SAFETY: as above.
+    #[cfg(target_arch = "riscv32")]
+    unsafe {
+        core::arch::asm!("mv {}, sp", out(reg) top, options(nomem, nostack, preserves_flags))
     };
     let floor = (&raw const __sheap as usize).max(top.saturating_sub(window)) & !3;
     // The painting and the scan below are inlined into this frame, above `top`: they touch
