@@ -294,7 +294,9 @@ impl<V: Fixed> Number for Q15<V> {
         dir: Direction,
     ) {
         if V::rotate_pairs_native(x, head_dim, pairing, first_pair, angles, dir) {
-        } else if Self::INLINE {
+            return;
+        }
+        if Self::INLINE {
             // The hand-written loops are inlined into every call site; what they do not take
             // (a buffer that is not word-aligned, the pairs after the last whole step) is one
             // out-of-line copy, not one per site (3.3 KiB of the Cortex-M0 example's flash).
