@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# rope2d on a Cortex-M4F (QEMU MPS2-AN386) and a Cortex-M0 (QEMU micro:bit): runs
-# examples/cortex_m4.rs (plain text and defmt) and examples/cortex_m0.rs, measures the budgets
-# below on the same images (instructions from a QEMU trace; sizes, panic paths and stack bounds
-# from the disassembly, the stack bounds beside the peaks the firmware measures), prints every
-# figure, and exits non-zero when a check fails or a budget is exceeded. (The other embedded
-# targets' builds are .ci/test's "embedded builds" step.) Idempotent; installs what it needs
-# (qemu-system-arm, binutils-arm-none-eabi, python3, rustup targets, defmt-print).
+# rope2d on a Cortex-M4F (QEMU MPS2-AN386), a Cortex-M33 (MPS2-AN505), a Cortex-M0 (micro:bit)
+# and a RISC-V RV32IMAC (sifive_e): runs examples/cortex_m4.rs (plain text and defmt; and for
+# the M33), examples/cortex_m0.rs and examples/riscv32.rs, measures the budgets below on the
+# same images (instructions from a QEMU trace; sizes, panic paths and stack bounds from the
+# disassembly, the stack bounds beside the peaks the firmware measures), prints every figure,
+# and exits non-zero when a check fails or a budget is exceeded. (The other embedded targets'
+# builds are .ci/test's "embedded builds" step.) Idempotent; installs what it needs
+# (qemu-system-arm and -misc, the Arm and RISC-V binutils, python3, rustup targets,
+# defmt-print).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -55,7 +57,7 @@ have arm-none-eabi-objdump || missing+=(binutils-arm-none-eabi)
 have python3 || missing+=(python3)
 have timeout || missing+=(coreutils)
 if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
-rustup target add thumbv7em-none-eabihf thumbv6m-none-eabi riscv32imac-unknown-none-elf >/dev/null
+rustup target add thumbv7em-none-eabihf thumbv8m.main-none-eabihf thumbv6m-none-eabi riscv32imac-unknown-none-elf >/dev/null
 # Pinned (as hardening.sh pins its tools): the version these checks last passed with.
 DEFMT_PRINT_VERSION=1.2.0
 [ "$(defmt-print --version 2>/dev/null | head -n 1)" = "defmt-print $DEFMT_PRINT_VERSION" ] ||
@@ -255,6 +257,51 @@ echo "  all rope2d functions in the image: $rope2d_bytes bytes"
 echo "  whole firmware image (golden data, formatting, semihosting included):"
 arm-none-eabi-size "$ELF" | sed 's/^/    /'
 grep '^table: ' "$work/run.txt" | sed 's/^/  RAM of the 14x14, d = 64 /'
+
+# --- Cortex-M33: the same firmware on Armv8-M Mainline ---------------------------------------
+# examples/cortex_m4.rs built for thumbv8m.main-none-eabihf (FPU, no DSP extension: the Q15
+# calls take the plain-Rust loop) on QEMU's MPS2-AN505; the f32 budgets are the M4F's.
+M33_TARGET=thumbv8m.main-none-eabihf
+M33_QEMU=(qemu-system-arm -cpu cortex-m33 -machine mps2-an505 -nographic
+          -semihosting-config enable=on,target=native)
+echo "== clippy and cargo run --release --target $M33_TARGET --example $EXAMPLE (a Cortex-M33)"
+cargo clippy --quiet --release --target $M33_TARGET --example $EXAMPLE -- -D warnings
+cargo build --quiet --release --target $M33_TARGET --example $EXAMPLE
+m33="$work/m33"
+mkdir -p "$m33"
+M33_ELF="$m33/$EXAMPLE.elf"
+cp "$CARGO_TARGET_DIR/$M33_TARGET/release/examples/$EXAMPLE" "$M33_ELF"
+set +e
+timeout $QEMU_TIMEOUT "${M33_QEMU[@]}" -kernel "$M33_ELF" | tee "$m33/run.txt"
+status=${PIPESTATUS[0]}
+set -e
+echo "QEMU exit status: $status"
+if [ "$status" != 0 ] || ! grep -q '^[1-9][0-9]* passed, 0 failed$' "$m33/run.txt"; then
+    echo "Cortex-M33 firmware checks failed"
+    exit 1
+fi
+echo "== Cortex-M33 instruction counts"
+measure "$m33" "$M33_ELF" $NM "${M33_QEMU[@]}"
+budget "Cortex-M33: instructions per rotated pair (rotate_qk, whole grid)" "$(per "$m33" pairs)" $MAX_INSNS_PER_PAIR instructions
+budget "Cortex-M33: instructions per (cos, sin) entry (Table::build, 14x14, d = 64)" "$(per "$m33" table_entries)" $MAX_INSNS_PER_ENTRY instructions
+printf '  Cortex-M33: instructions per rotated pair, Q15 (plain Rust): %s\n' "$(per "$m33" q15_pairs)"
+echo "== Cortex-M33: what the example pulls from rope2d, its stack"
+set +e
+python3 .ci/firmware_closure.py $OBJDUMP "$M33_ELF" "cortex_m4::firmware::calls" >"$m33/all-calls.txt"
+m33_all_status=$?
+python3 .ci/firmware_closure.py $OBJDUMP "$M33_ELF" "cortex_m4::firmware::calls::" >"$m33/closure.txt"
+set -e
+if [ "$m33_all_status" != 0 ]; then
+    echo "CHECK FAIL   a Cortex-M33 calls* function reaches a panic path or has no stack bound"
+    grep -E 'panic path|stack bound not' "$m33/all-calls.txt"; fail=1
+else
+    echo "check ok     no panic path reachable from the Cortex-M33 image's rope2d calls"
+fi
+budget "Cortex-M33: .text reached from the axial set's rope2d calls" \
+    "$(awk '$1 == "closure_text_bytes" { print $2 }' "$m33/closure.txt")" $MAX_TEXT_BYTES bytes
+stack_check "$m33/run.txt" "$m33/all-calls.txt" "cortex_m4::firmware::" || fail=1
+budget "Cortex-M33: stack of any call of the axial set (calls::*), bound" \
+    "$(max_bound "$m33/all-calls.txt" "cortex_m4::firmware::calls::")" $MAX_STACK_BYTES bytes
 
 # --- Cortex-M0: integer-only firmware ---------------------------------------------------------
 M0_TARGET=thumbv6m-none-eabi

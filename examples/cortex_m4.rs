@@ -1,11 +1,14 @@
-//! rope2d on a Cortex-M4F, checked on the device against the golden vectors.
+//! rope2d on a Cortex-M4F (and a Cortex-M33), checked on the device against the golden
+//! vectors.
 //!
 //! ```text
 //! cargo run --release --target thumbv7em-none-eabihf --example cortex_m4
+//! cargo run --release --target thumbv8m.main-none-eabihf --example cortex_m4
 //! ```
 //!
-//! runs it under QEMU (MPS2-AN386 board, semihosting) through the runner in
-//! `.cargo/config.toml`. It prints one line per check and `N passed, M failed`, and exits QEMU
+//! runs it under QEMU (MPS2-AN386 board, a Cortex-M4F; MPS2-AN505, a Cortex-M33 with its FPU
+//! and without the optional DSP extension, which the target does not enable; semihosting)
+//! through the runners in `.cargo/config.toml`. It prints one line per check and `N passed, M failed`, and exits QEMU
 //! with status 0 only when every check passes; a panic or a fault exits with status 1.
 //! With `--features defmt` the same output goes out as defmt frames, for `defmt-print`.
 //! `.ci/firmware.sh` runs both and measures the instruction and size budgets on this image.
@@ -77,6 +80,14 @@ mod firmware {
     macro_rules! say {
         ($($arg:tt)*) => { defmt::println!($($arg)*) };
     }
+
+    /// The core the target is built for: Armv7E-M (with the DSP extension) or Armv8-M
+    /// Mainline (without it).
+    const CORE: &str = if cfg!(rope2d_armv7em) {
+        "Cortex-M4F"
+    } else {
+        "Cortex-M33"
+    };
 
     /// Bytes of free stack painted below a measured call: more than any call here takes.
     const STACK_WINDOW: usize = 8 * 1024;
@@ -318,7 +329,8 @@ mod firmware {
     const I8_IN: f32 = 1.0 / 16.0;
     const I8_OUT: f32 = 1.0 / 8.0;
 
-    /// The Q15 calls (the DSP kernel), measured separately by `.ci/firmware.sh`.
+    /// The Q15 calls (the DSP kernel on the M4F, plain Rust on the M33), measured separately
+    /// by `.ci/firmware.sh`.
     mod calls_q15 {
         use super::*;
 
@@ -527,7 +539,8 @@ mod firmware {
             failed: 0,
         };
         say!(
-            "rope2d on a Cortex-M4F: {}x{} grid, d = {}, base 100, {} heads, {} golden tokens",
+            "rope2d on a {}: {}x{} grid, d = {}, base 100, {} heads, {} golden tokens",
+            CORE,
             SIDE,
             SIDE,
             D,
@@ -715,7 +728,7 @@ mod firmware {
         // pairs) and the first golden tokens of its file at their positions.
         check_wan(&mut tally);
 
-        // Q15 on the DSP extension: the same grid in i16.
+        // Q15 (on the M4F's DSP extension): the same grid in i16.
         check_q15(&mut tally, &q0);
 
         // The same grid in i8, requantised by the f32 table (staged on the stack).
@@ -741,7 +754,7 @@ mod firmware {
         finish(tally)
     }
 
-    /// Word alignment for the Q15 storage and buffer (the DSP loop's fast path).
+    /// Word alignment for the Q15 storage and buffer (the M4F's DSP loop reads words).
     #[repr(C, align(4))]
     struct Words<T>(T);
 
@@ -792,7 +805,7 @@ mod firmware {
         let n = q15_mismatches(&table, input, q, Direction::Forward);
         tally.check(
             n == 0,
-            "Q15 DSP kernel == plain Rust, forward (mismatches)",
+            "Q15 kernel == plain Rust, forward (mismatches)",
             n as f32,
             0.0,
         );
@@ -832,7 +845,7 @@ mod firmware {
                 };
                 tally.check(
                     n == 0,
-                    "Q15 DSP kernel == plain Rust, inverse (mismatches)",
+                    "Q15 kernel == plain Rust, inverse (mismatches)",
                     n as f32,
                     0.0,
                 );
