@@ -2,7 +2,9 @@
 //! ones decided by the target name as the `cortex-m` crate does:
 //! - `rope2d_armv6m`: ARMv6-M (`thumbv6m-*`: Cortex-M0/M0+/M1) — Thumb-1 only, no
 //!   32 × 32 → 64-bit multiply (ARMv8-M Baseline, the M23, is alike but not built here);
-//! - `rope2d_armv7em`: ARMv7E-M (`thumbv7em-*`: Cortex-M4/M7) — the DSP extension;
+//! - `rope2d_arm_dsp`: the Arm DSP extension — ARMv7E-M (`thumbv7em-*`: Cortex-M4/M7), or
+//!   Armv8-M Mainline (`thumbv8m.main-*`: Cortex-M33/M35P/M55) with the crate's `dsp`
+//!   feature (optional on those cores, and no stable `target_feature` names it);
 //! - `rope2d_mprofile_fpu`: an M-profile hard-float target (`thumbv7em-*eabihf`,
 //!   `thumbv8m.main-*eabihf`, and `thumbv8.1m.main-*eabihf` should one appear: FPv4-SP or
 //!   FPv5, Cortex-M4F/M7/M33/M55…), whose chained `vmla` the f32 scalar loop of `cortex_m.rs`
@@ -13,15 +15,16 @@
 
 fn main() {
     println!(
-        "cargo:rustc-check-cfg=cfg(rope2d_armv6m, rope2d_armv7em, rope2d_mprofile_fpu, rope2d_neon)"
+        "cargo:rustc-check-cfg=cfg(rope2d_armv6m, rope2d_arm_dsp, rope2d_mprofile_fpu, rope2d_neon)"
     );
     println!("cargo:rerun-if-env-changed=TARGET");
     let target = std::env::var("TARGET").unwrap_or_default();
     if target.starts_with("thumbv6m-") {
         println!("cargo:rustc-cfg=rope2d_armv6m");
     }
-    if target.starts_with("thumbv7em-") {
-        println!("cargo:rustc-cfg=rope2d_armv7em");
+    let dsp_feature = std::env::var_os("CARGO_FEATURE_DSP").is_some();
+    if target.starts_with("thumbv7em-") || (target.starts_with("thumbv8m.main-") && dsp_feature) {
+        println!("cargo:rustc-cfg=rope2d_arm_dsp");
     }
     let m_profile = ["thumbv7em-", "thumbv8m.main-", "thumbv8.1m.main-"]
         .iter()

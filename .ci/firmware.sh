@@ -259,14 +259,17 @@ arm-none-eabi-size "$ELF" | sed 's/^/    /'
 grep '^table: ' "$work/run.txt" | sed 's/^/  RAM of the 14x14, d = 64 /'
 
 # --- Cortex-M33: the same firmware on Armv8-M Mainline ---------------------------------------
-# examples/cortex_m4.rs built for thumbv8m.main-none-eabihf (FPU, no DSP extension: the Q15
-# calls take the plain-Rust loop) on QEMU's MPS2-AN505; the f32 budgets are the M4F's.
+# examples/cortex_m4.rs built for thumbv8m.main-none-eabihf with the `dsp` feature (QEMU's
+# Cortex-M33 has the optional DSP extension) on QEMU's MPS2-AN505; the budgets are the M4F's.
+# (Without the feature the Q15 calls take the plain-Rust loop, which the Cortex-M0 and
+# RISC-V images run.)
 M33_TARGET=thumbv8m.main-none-eabihf
 M33_QEMU=(qemu-system-arm -cpu cortex-m33 -machine mps2-an505 -nographic
           -semihosting-config enable=on,target=native)
-echo "== clippy and cargo run --release --target $M33_TARGET --example $EXAMPLE (a Cortex-M33)"
+echo "== clippy and cargo run --release --target $M33_TARGET --example $EXAMPLE --features dsp"
 cargo clippy --quiet --release --target $M33_TARGET --example $EXAMPLE -- -D warnings
-cargo build --quiet --release --target $M33_TARGET --example $EXAMPLE
+cargo clippy --quiet --release --target $M33_TARGET --example $EXAMPLE --features dsp -- -D warnings
+cargo build --quiet --release --target $M33_TARGET --example $EXAMPLE --features dsp
 m33="$work/m33"
 mkdir -p "$m33"
 M33_ELF="$m33/$EXAMPLE.elf"
@@ -284,7 +287,7 @@ echo "== Cortex-M33 instruction counts"
 measure "$m33" "$M33_ELF" $NM "${M33_QEMU[@]}"
 budget "Cortex-M33: instructions per rotated pair (rotate_qk, whole grid)" "$(per "$m33" pairs)" $MAX_INSNS_PER_PAIR instructions
 budget "Cortex-M33: instructions per (cos, sin) entry (Table::build, 14x14, d = 64)" "$(per "$m33" table_entries)" $MAX_INSNS_PER_ENTRY instructions
-printf '  Cortex-M33: instructions per rotated pair, Q15 (plain Rust): %s\n' "$(per "$m33" q15_pairs)"
+budget "Cortex-M33: instructions per rotated pair (Q15, DSP extension, rotate, whole grid)" "$(per "$m33" q15_pairs)" $MAX_Q15_INSNS_PER_PAIR instructions
 echo "== Cortex-M33: what the example pulls from rope2d, its stack"
 set +e
 python3 .ci/firmware_closure.py $OBJDUMP "$M33_ELF" "cortex_m4::firmware::calls" >"$m33/all-calls.txt"

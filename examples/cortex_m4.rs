@@ -81,12 +81,24 @@ mod firmware {
         ($($arg:tt)*) => { defmt::println!($($arg)*) };
     }
 
-    /// The core the target is built for: Armv7E-M (with the DSP extension) or Armv8-M
-    /// Mainline (without it).
-    const CORE: &str = if cfg!(rope2d_armv7em) {
-        "Cortex-M4F"
+    /// The core it runs on, by the part number in its CPUID register.
+    fn core() -> &'static str {
+        // SAFETY: a read of a read-only System Control Block register, in privileged mode.
+        let cpuid = unsafe { (*cortex_m::peripheral::CPUID::PTR).base.read() };
+        match (cpuid >> 4) & 0xFFF {
+            0xC24 => "Cortex-M4",
+            0xC27 => "Cortex-M7",
+            0xD21 => "Cortex-M33",
+            0xD22 => "Cortex-M55",
+            _ => "Cortex-M",
+        }
+    }
+
+    /// What rotates Q15 buffers in this build.
+    const Q15_LOOP: &str = if cfg!(rope2d_arm_dsp) {
+        "the DSP extension's loop"
     } else {
-        "Cortex-M33"
+        "the plain-Rust loop"
     };
 
     /// Bytes of free stack painted below a measured call: more than any call here takes.
@@ -539,13 +551,14 @@ mod firmware {
             failed: 0,
         };
         say!(
-            "rope2d on a {}: {}x{} grid, d = {}, base 100, {} heads, {} golden tokens",
-            CORE,
+            "rope2d on a {}: {}x{} grid, d = {}, base 100, {} heads, {} golden tokens; Q15 by {}",
+            core(),
             SIDE,
             SIDE,
             D,
             HEADS,
-            TOKENS
+            TOKENS,
+            Q15_LOOP
         );
 
         // The table lives in a `static` the firmware owns (3 584 B), built in place.

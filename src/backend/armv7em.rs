@@ -1,4 +1,6 @@
-//! The Q15 kernel of ARMv7E-M (Cortex-M4/M7), on its DSP extension: a pair `(a, b)` and an
+//! The Q15 kernel of ARMv7E-M (Cortex-M4/M7), on its DSP extension — also built for Armv8-M
+//! Mainline cores that have the extension (Cortex-M33/M35P/M55, feature `dsp`; the same
+//! Thumb-2 encodings, assembled under `.arch armv7e-m`): a pair `(a, b)` and an
 //! entry `(c, s)` are each one word of two halfwords, so `smlsd` forms `a·c − b·s` and
 //! `smladx` `a·s + b·c` in one instruction each, the accumulator adding the rounding's 2¹⁴;
 //! `ssat` shifts by 15 and saturates, `pkhbt` packs the pair back. Four pairs per loop step

@@ -394,7 +394,7 @@ mod cortex_m;
 /// multiple of its step. The two entry points check that ([`Words`]) and return `false`,
 /// touching nothing, for the cases the plain-Rust loop is left to; the loop itself is safe to
 /// call because it only ever sees checked [`Words`].
-#[cfg_attr(not(any(rope2d_armv6m, rope2d_armv7em)), allow(dead_code))]
+#[cfg_attr(not(any(rope2d_armv6m, rope2d_arm_dsp)), allow(dead_code))]
 pub(crate) trait WordLoop: Sized {
     /// Pairs per loop step, a power of two: a section's pairs must be a multiple.
     const STEP: usize;
@@ -451,7 +451,7 @@ pub(crate) trait WordLoop: Sized {
 }
 
 /// What [`Words::of`] finds.
-#[cfg_attr(not(any(rope2d_armv6m, rope2d_armv7em)), allow(dead_code))]
+#[cfg_attr(not(any(rope2d_armv6m, rope2d_arm_dsp)), allow(dead_code))]
 pub(crate) enum WordSections<'x, L> {
     /// Not a case the loop takes (the half layout, a buffer or table not word-aligned, an
     /// odd `head_dim`, a section not a multiple of the step): the plain-Rust loop runs.
@@ -470,7 +470,7 @@ pub(crate) enum WordSections<'x, L> {
 /// fit, and starts after it); `n` word-aligned entries at `entries`. Only [`Words::of`] and
 /// the iterator of [`Words::line`] make one (the loops' accesses are inside the buffer and
 /// the table by this invariant); it borrows both.
-#[cfg_attr(not(any(rope2d_armv6m, rope2d_armv7em)), allow(dead_code))]
+#[cfg_attr(not(any(rope2d_armv6m, rope2d_arm_dsp)), allow(dead_code))]
 pub(crate) struct Words<'x, L> {
     first: *mut i16,
     last: *mut i16,
@@ -482,7 +482,7 @@ pub(crate) struct Words<'x, L> {
     looped: PhantomData<L>,
 }
 
-#[cfg_attr(not(any(rope2d_armv6m, rope2d_armv7em)), allow(dead_code))]
+#[cfg_attr(not(any(rope2d_armv6m, rope2d_arm_dsp)), allow(dead_code))]
 impl<'x, L: WordLoop> Words<'x, L> {
     /// The sections of `x` that `angles` rotate from pair `first_pair` (checked: each lies
     /// inside its head, `2 · (first_pair + n) ≤ head_dim`).
@@ -567,7 +567,7 @@ impl<'x, L: WordLoop> Words<'x, L> {
 }
 
 /// The sections of a grid line's tokens ([`Words::line`]), token by token.
-#[cfg_attr(not(any(rope2d_armv6m, rope2d_armv7em)), allow(dead_code))]
+#[cfg_attr(not(any(rope2d_armv6m, rope2d_arm_dsp)), allow(dead_code))]
 pub(crate) struct LineWords<'x, L> {
     tokens: Tokens<'x, i16>,
     table: &'x [[i16; 2]],
@@ -608,8 +608,9 @@ impl<'x, L> Iterator for LineWords<'x, L> {
 #[allow(unsafe_code)]
 mod cortex_m0;
 
-/// The Q15 kernel of ARMv7E-M (Cortex-M4/M7), on the DSP extension (`build.rs` sets the cfg).
-#[cfg(rope2d_armv7em)]
+/// The Q15 kernel of the Arm DSP extension: ARMv7E-M (Cortex-M4/M7), and Armv8-M Mainline
+/// with the `dsp` feature (`build.rs` sets the cfg).
+#[cfg(rope2d_arm_dsp)]
 #[allow(unsafe_code)]
 mod armv7em;
 

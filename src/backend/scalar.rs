@@ -182,9 +182,9 @@ pub(crate) trait Fixed: Copy {
     }
 }
 
-#[cfg(any(rope2d_armv6m, rope2d_armv7em))]
+#[cfg(any(rope2d_armv6m, rope2d_arm_dsp))]
 use super::WordLoop;
-#[cfg(rope2d_armv7em)]
+#[cfg(rope2d_arm_dsp)]
 use super::armv7em::Armv7emQ15 as Q15Loop;
 /// The hand-written Q15 loop of this core: `cortex_m0.rs` on ARMv6-M, `armv7em.rs` (the DSP
 /// extension) on ARMv7E-M.
@@ -192,7 +192,7 @@ use super::armv7em::Armv7emQ15 as Q15Loop;
 use super::cortex_m0::Armv6mQ15 as Q15Loop;
 
 impl Fixed for i16 {
-    #[cfg(any(rope2d_armv6m, rope2d_armv7em))]
+    #[cfg(any(rope2d_armv6m, rope2d_arm_dsp))]
     #[inline(always)]
     fn rotate_line_native(
         line: &mut [i16],
@@ -209,7 +209,7 @@ impl Fixed for i16 {
         )
     }
 
-    #[cfg(any(rope2d_armv6m, rope2d_armv7em))]
+    #[cfg(any(rope2d_armv6m, rope2d_arm_dsp))]
     #[inline(always)]
     fn rotate_pairs_native(
         x: &mut [i16],
@@ -270,7 +270,7 @@ impl<V: Fixed> Number for Q15<V> {
     type Value = V;
     type Entry = [i16; 2];
     /// The Cortex-M0 and M4/M7 loops: their call is a large part of a section's cost.
-    const INLINE: bool = cfg!(any(rope2d_armv6m, rope2d_armv7em));
+    const INLINE: bool = cfg!(any(rope2d_armv6m, rope2d_arm_dsp));
 
     #[inline(always)]
     fn rotate(a: &mut V, b: &mut V, [c, s]: [i16; 2], dir: Direction) {
