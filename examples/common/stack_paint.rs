@@ -35,9 +35,9 @@ pub fn peak_stack<R>(window: usize, call: impl FnOnce() -> R) -> (R, Option<usiz
         core::arch::asm!("mv {}, sp", out(reg) top, options(nomem, nostack, preserves_flags))
     };
     let floor = (&raw const __sheap as usize).max(top.saturating_sub(window)) & !3;
-    // The painting and the scan below are inlined into this frame, above `top`: they touch
-    // only free stack, never a live frame.
-    let words = (top - floor) / 4;
+    // The loops below keep their state in registers or in this function's frame, above
+    // `top`, and write only below it: free stack, never a live frame.
+    let words = top.saturating_sub(floor) / 4;
     let base = floor as *mut u32;
     for i in 0..words {
         // SAFETY: `floor .. top` is RAM between the end of the statics and the stack pointer
