@@ -195,6 +195,72 @@ max_bound() {
     awk -v p="$2" '$1 == "stack_bound" && index($2, p) == 1 {
         if ($3 !~ /^[0-9]+$/) { m = $3; exit } if ($3 > m) m = $3 } END { print m }' "$1"
 }
+# run_image NAME DIR TARGET EXAMPLE FEATURES QEMU-ARGS...: clippy and a release build of
+# EXAMPLE for TARGET (FEATURES: cargo's `--features x`, or empty), the image copied to
+# DIR/EXAMPLE.elf and run under QEMU into DIR/run.txt; exits when the run or a check fails.
+run_image() {
+    local name=$1 dir=$2 target=$3 example=$4 features=$5; shift 5
+    echo "== $name: clippy and cargo run --release --target $target --example $example $features"
+    # shellcheck disable=SC2086 # FEATURES is zero or two words.
+    cargo clippy --quiet --release --target "$target" --example "$example" $features -- -D warnings
+    # shellcheck disable=SC2086
+    cargo build --quiet --release --target "$target" --example "$example" $features
+    mkdir -p "$dir"
+    cp "$CARGO_TARGET_DIR/$target/release/examples/$example" "$dir/$example.elf"
+    set +e
+    timeout $QEMU_TIMEOUT "$@" -kernel "$dir/$example.elf" | tee "$dir/run.txt"
+    local status=${PIPESTATUS[0]}
+    set -e
+    echo "QEMU exit status: $status"
+    if [ "$status" != 0 ] || ! grep -q '^[1-9][0-9]* passed, 0 failed$' "$dir/run.txt"; then
+        echo "$name firmware checks failed"
+        exit 1
+    fi
+}
+# calls_check NAME DIR OBJDUMP ELF CRATE: the call graph of the image's `CRATE::firmware::calls`
+# functions into DIR/calls.txt (firmware_closure.py); a panic path or a call without a stack
+# bound fails, and each call's bound is printed beside its measured peak (stack_check).
+calls_check() {
+    local name=$1 dir=$2 objdump=$3 elf=$4 crate=$5
+    set +e
+    python3 .ci/firmware_closure.py "$objdump" "$elf" "$crate::firmware::calls" >"$dir/calls.txt"
+    local status=$?
+    set -e
+    if [ "$status" != 0 ]; then
+        echo "CHECK FAIL   a $name rope2d call reaches a panic path or has no stack bound"
+        grep -E 'panic path|stack bound not' "$dir/calls.txt"
+        fail=1
+    else
+        echo "check ok     no panic path reachable from the $name image's rope2d calls"
+    fi
+    stack_check "$dir/run.txt" "$dir/calls.txt" "$crate::firmware::" || fail=1
+}
+# Soft-float routines, by their ABI and libgcc names (__aeabi_fmul, __aeabi_i2f, __addsf3,
+# __fixsfsi, __floatsisf, __truncdfsf2, ...); integer helpers (__aeabi_lmul, __aeabi_uidiv)
+# are fine.
+SOFT_FLOAT='^(__aeabi_([fd]|u?[il]2[fd])|__[a-z]+[sd]f[0-9]|__[a-z]+[sd]f[sd]i|__float[a-z]*[sd]f)'
+# The pattern itself must catch what it is for.
+for name in __aeabi_fmul __aeabi_dadd __aeabi_i2f __aeabi_ul2d __addsf3 __fixsfsi __floatsisf \
+            __truncdfsf2 __powisf2; do
+    echo "$name" | grep -Eq "$SOFT_FLOAT" || { echo "CHECK FAIL   pattern misses $name"; fail=1; }
+done
+for name in __aeabi_lmul __aeabi_uidiv __aeabi_memcpy __udivsi3 __aeabi_llsl; do
+    echo "$name" | grep -Eq "$SOFT_FLOAT" && { echo "CHECK FAIL   pattern matches $name"; fail=1; }
+done
+# no_soft_float NAME NM ELF: fails when the image links a soft-float routine.
+no_soft_float() {
+    # `nm` apart from the match: under `|| true` its failure would read as "none found".
+    local symbols soft
+    symbols=$($2 "$3")
+    soft=$(awk '{ print $NF }' <<<"$symbols" | grep -E "$SOFT_FLOAT" || true)
+    if [ -n "$soft" ]; then
+        echo "CHECK FAIL   soft-float routines in the $1 image:" $soft
+        fail=1
+    else
+        echo "check ok     no soft-float routine (__aeabi_f*, __aeabi_d*, __addsf3, ...) in the $1 image"
+    fi
+}
+text_of() { awk '$1 == "closure_text_bytes" { print $2 }' "$1"; }
 echo "== instruction counts (QEMU exec trace, one instruction per block)"
 measure "$work" "$ELF" $NM "${QEMU[@]}"
 budget "instructions per rotated pair (scalar backend, rotate_qk, whole grid)" "$(per "$work" pairs)" $MAX_INSNS_PER_PAIR instructions
@@ -231,18 +297,10 @@ for part in calls_3d calls_general calls_i8; do
         "$(awk '$1 == "closure_text_bytes" { print $2 }' "$work/$part.txt")"
 done
 echo "== stack: bound from the disassembly (every path), peak measured on the device (by painting)"
-# Every calls* set at once (the Q15 calls included): their panic paths and stack bounds.
-set +e
-python3 .ci/firmware_closure.py $OBJDUMP "$ELF" "cortex_m4::firmware::calls" >"$work/all-calls.txt"
-all_status=$?
-set -e
-if [ "$all_status" != 0 ]; then
-    echo "CHECK FAIL   a calls* function reaches a panic path or has no stack bound"
-    grep -E 'panic path|stack bound not' "$work/all-calls.txt"; fail=1
-fi
-stack_check "$work/run.txt" "$work/all-calls.txt" "cortex_m4::firmware::" || fail=1
+# Every calls* set at once (the Q15 and i8 calls included): panic paths and stack bounds.
+calls_check Cortex-M4F "$work" $OBJDUMP "$ELF" cortex_m4
 budget "stack of any call of the axial set (calls::*), bound" \
-    "$(max_bound "$work/all-calls.txt" "cortex_m4::firmware::calls::")" $MAX_STACK_BYTES bytes
+    "$(max_bound "$work/calls.txt" "cortex_m4::firmware::calls::")" $MAX_STACK_BYTES bytes
 # Not `nm | grep -q`: under pipefail, grep's early exit can fail nm with SIGPIPE, and the
 # failed pipeline would read as "not linked".
 symbols=$($NM "$ELF")
@@ -263,170 +321,61 @@ echo "  whole firmware image (golden data, formatting, semihosting included):"
 arm-none-eabi-size "$ELF" | sed 's/^/    /'
 grep '^table: ' "$work/run.txt" | sed 's/^/  RAM of the 14x14, d = 64 /'
 
-# --- Cortex-M33: the same firmware on Armv8-M Mainline ---------------------------------------
-# examples/cortex_m4.rs built for thumbv8m.main-none-eabihf with the `dsp` feature (QEMU's
-# Cortex-M33 has the optional DSP extension) on QEMU's MPS2-AN505; the budgets are the M4F's.
-# (Without the feature the Q15 calls take the plain-Rust loop, which the Cortex-M0 and
-# RISC-V images run.)
-M33_TARGET=thumbv8m.main-none-eabihf
+# --- the other images: Cortex-M33, Cortex-M0, RISC-V ---------------------------------------
+# Cortex-M33: examples/cortex_m4.rs for thumbv8m.main-none-eabihf with the `dsp` feature
+# (QEMU's Cortex-M33 has the optional DSP extension) on MPS2-AN505, held to the M4F's budgets.
+# (Without the feature its Q15 calls take the plain-Rust loop, which the M0 and RISC-V images
+# run.)
+m33="$work/m33"
 M33_QEMU=(qemu-system-arm -cpu cortex-m33 -machine mps2-an505 -nographic
           -semihosting-config enable=on,target=native)
-echo "== clippy and cargo run --release --target $M33_TARGET --example $EXAMPLE --features dsp"
-cargo clippy --quiet --release --target $M33_TARGET --example $EXAMPLE --features dsp -- -D warnings
-cargo build --quiet --release --target $M33_TARGET --example $EXAMPLE --features dsp
-m33="$work/m33"
-mkdir -p "$m33"
-M33_ELF="$m33/$EXAMPLE.elf"
-cp "$CARGO_TARGET_DIR/$M33_TARGET/release/examples/$EXAMPLE" "$M33_ELF"
-set +e
-timeout $QEMU_TIMEOUT "${M33_QEMU[@]}" -kernel "$M33_ELF" | tee "$m33/run.txt"
-status=${PIPESTATUS[0]}
-set -e
-echo "QEMU exit status: $status"
-if [ "$status" != 0 ] || ! grep -q '^[1-9][0-9]* passed, 0 failed$' "$m33/run.txt"; then
-    echo "Cortex-M33 firmware checks failed"
-    exit 1
-fi
+run_image Cortex-M33 "$m33" thumbv8m.main-none-eabihf $EXAMPLE "--features dsp" "${M33_QEMU[@]}"
 echo "== Cortex-M33 instruction counts"
-measure "$m33" "$M33_ELF" $NM "${M33_QEMU[@]}"
+measure "$m33" "$m33/$EXAMPLE.elf" $NM "${M33_QEMU[@]}"
 budget "Cortex-M33: instructions per rotated pair (rotate_qk, whole grid)" "$(per "$m33" pairs)" $MAX_INSNS_PER_PAIR instructions
 budget "Cortex-M33: instructions per (cos, sin) entry (Table::build, 14x14, d = 64)" "$(per "$m33" table_entries)" $MAX_INSNS_PER_ENTRY instructions
 budget "Cortex-M33: instructions per rotated pair (Q15, DSP extension, rotate, whole grid)" "$(per "$m33" q15_pairs)" $MAX_Q15_INSNS_PER_PAIR instructions
 echo "== Cortex-M33: what the example pulls from rope2d, its stack"
-set +e
-python3 .ci/firmware_closure.py $OBJDUMP "$M33_ELF" "cortex_m4::firmware::calls" >"$m33/all-calls.txt"
-m33_all_status=$?
-python3 .ci/firmware_closure.py $OBJDUMP "$M33_ELF" "cortex_m4::firmware::calls::" >"$m33/closure.txt"
-set -e
-if [ "$m33_all_status" != 0 ]; then
-    echo "CHECK FAIL   a Cortex-M33 calls* function reaches a panic path or has no stack bound"
-    grep -E 'panic path|stack bound not' "$m33/all-calls.txt"; fail=1
-else
-    echo "check ok     no panic path reachable from the Cortex-M33 image's rope2d calls"
-fi
-budget "Cortex-M33: .text reached from the axial set's rope2d calls" \
-    "$(awk '$1 == "closure_text_bytes" { print $2 }' "$m33/closure.txt")" $MAX_TEXT_BYTES bytes
-stack_check "$m33/run.txt" "$m33/all-calls.txt" "cortex_m4::firmware::" || fail=1
+calls_check Cortex-M33 "$m33" $OBJDUMP "$m33/$EXAMPLE.elf" cortex_m4
+python3 .ci/firmware_closure.py $OBJDUMP "$m33/$EXAMPLE.elf" "cortex_m4::firmware::calls::" >"$m33/closure.txt" || true
+budget "Cortex-M33: .text reached from the axial set's rope2d calls" "$(text_of "$m33/closure.txt")" $MAX_TEXT_BYTES bytes
 budget "Cortex-M33: stack of any call of the axial set (calls::*), bound" \
-    "$(max_bound "$m33/all-calls.txt" "cortex_m4::firmware::calls::")" $MAX_STACK_BYTES bytes
+    "$(max_bound "$m33/calls.txt" "cortex_m4::firmware::calls::")" $MAX_STACK_BYTES bytes
 
-# --- Cortex-M0: integer-only firmware ---------------------------------------------------------
-M0_TARGET=thumbv6m-none-eabi
-M0_EXAMPLE=cortex_m0
+# Cortex-M0 (no FPU): examples/cortex_m0.rs, integer only, on the micro:bit.
+m0="$work/m0"
 M0_QEMU=(qemu-system-arm -cpu cortex-m0 -machine microbit -nographic
          -semihosting-config enable=on,target=native)
-echo "== clippy, $M0_EXAMPLE example"
-cargo clippy --quiet --release --target $M0_TARGET --example $M0_EXAMPLE -- -D warnings
-echo "== cargo run --release --target $M0_TARGET --example $M0_EXAMPLE"
-cargo build --quiet --release --target $M0_TARGET --example $M0_EXAMPLE
-m0="$work/m0"
-mkdir -p "$m0"
-M0_ELF="$m0/$M0_EXAMPLE.elf"
-cp "$CARGO_TARGET_DIR/$M0_TARGET/release/examples/$M0_EXAMPLE" "$M0_ELF"
-set +e
-timeout $QEMU_TIMEOUT "${M0_QEMU[@]}" -kernel "$M0_ELF" | tee "$m0/run.txt"
-status=${PIPESTATUS[0]}
-set -e
-echo "QEMU exit status: $status"
-if [ "$status" != 0 ] || ! grep -q '^[1-9][0-9]* passed, 0 failed$' "$m0/run.txt"; then
-    echo "Cortex-M0 firmware checks failed"
-    exit 1
-fi
+run_image Cortex-M0 "$m0" thumbv6m-none-eabi cortex_m0 "" "${M0_QEMU[@]}"
 echo "== Cortex-M0 instruction counts"
-measure "$m0" "$M0_ELF" $NM "${M0_QEMU[@]}"
+measure "$m0" "$m0/cortex_m0.elf" $NM "${M0_QEMU[@]}"
 budget "Cortex-M0: instructions per rotated pair (Q15, rounded, saturated, whole grid)" "$(per "$m0" pairs)" $MAX_M0_INSNS_PER_PAIR instructions
 budget "Cortex-M0: instructions per Q15 (cos, sin) entry (Q15Table::build, 8x8, d = 32)" "$(per "$m0" table_entries)" $MAX_M0_INSNS_PER_ENTRY instructions
 echo "== Cortex-M0: what the example pulls from rope2d (call graph of calls::*), its stack"
-set +e
-python3 .ci/firmware_closure.py $OBJDUMP "$M0_ELF" "cortex_m0::firmware::calls::" >"$m0/closure.txt"
-m0_closure_status=$?
-set -e
-if [ "$m0_closure_status" != 0 ]; then
-    echo "CHECK FAIL   a Cortex-M0 calls:: function reaches a panic path or has no stack bound"
-    grep -E 'panic path|stack bound not' "$m0/closure.txt"; fail=1
-else
-    echo "check ok     no panic path reachable from the Cortex-M0 example's rope2d calls"
-fi
-printf '  .text %s bytes (all the calls reach, compiler-builtins included)\n' \
-    "$(awk '$1 == "closure_text_bytes" { print $2 }' "$m0/closure.txt")"
-stack_check "$m0/run.txt" "$m0/closure.txt" "cortex_m0::firmware::" || fail=1
+calls_check Cortex-M0 "$m0" $OBJDUMP "$m0/cortex_m0.elf" cortex_m0
+printf '  .text %s bytes (all the calls reach, compiler-builtins included)\n' "$(text_of "$m0/calls.txt")"
 budget "Cortex-M0: stack of any rope2d call of the example, bound" \
-    "$(max_bound "$m0/closure.txt" "cortex_m0::firmware::calls::")" $MAX_M0_STACK_BYTES bytes
-# Soft-float routines, by their ABI and libgcc names (__aeabi_fmul, __aeabi_i2f, __addsf3,
-# __fixsfsi, __floatsisf, __truncdfsf2, ...); integer helpers (__aeabi_lmul, __aeabi_uidiv)
-# are fine.
-SOFT_FLOAT='^(__aeabi_([fd]|u?[il]2[fd])|__[a-z]+[sd]f[0-9]|__[a-z]+[sd]f[sd]i|__float[a-z]*[sd]f)'
-# `nm` apart from the match: under `|| true` its failure would read as "none found".
-m0_symbols=$($NM "$M0_ELF")
-soft=$(awk '{ print $NF }' <<<"$m0_symbols" | grep -E "$SOFT_FLOAT" || true)
-if [ -n "$soft" ]; then
-    echo "CHECK FAIL   soft-float routines in the Cortex-M0 image:" $soft; fail=1
-else
-    echo "check ok     no soft-float routine (__aeabi_f*, __aeabi_d*, __addsf3, ...) in the Cortex-M0 image"
-fi
-# The pattern itself must catch what it is for.
-for name in __aeabi_fmul __aeabi_dadd __aeabi_i2f __aeabi_ul2d __addsf3 __fixsfsi __floatsisf \
-            __truncdfsf2 __powisf2; do
-    echo "$name" | grep -Eq "$SOFT_FLOAT" || { echo "CHECK FAIL   pattern misses $name"; fail=1; }
-done
-for name in __aeabi_lmul __aeabi_uidiv __aeabi_memcpy __udivsi3 __aeabi_llsl; do
-    echo "$name" | grep -Eq "$SOFT_FLOAT" && { echo "CHECK FAIL   pattern matches $name"; fail=1; }
-done
+    "$(max_bound "$m0/calls.txt" "cortex_m0::firmware::calls::")" $MAX_M0_STACK_BYTES bytes
+no_soft_float Cortex-M0 $NM "$m0/cortex_m0.elf"
 echo "  Cortex-M0 image:"
-arm-none-eabi-size "$M0_ELF" | sed 's/^/    /'
+arm-none-eabi-size "$m0/cortex_m0.elf" | sed 's/^/    /'
 
-# --- RISC-V (RV32IMAC, no FPU): the same integer-only firmware -------------------------------
-RV_TARGET=riscv32imac-unknown-none-elf
-RV_EXAMPLE=riscv32
+# RISC-V RV32IMAC (no FPU): examples/riscv32.rs, the same integer-only checks, on sifive_e.
+rv="$work/rv"
 RV_QEMU=(qemu-system-riscv32 -machine sifive_e -nographic
          -semihosting-config enable=on,target=native)
-RV_OBJDUMP=riscv64-unknown-elf-objdump
-RV_NM=riscv64-unknown-elf-nm
-echo "== clippy, $RV_EXAMPLE example"
-cargo clippy --quiet --release --target $RV_TARGET --example $RV_EXAMPLE -- -D warnings
-echo "== cargo run --release --target $RV_TARGET --example $RV_EXAMPLE"
-cargo build --quiet --release --target $RV_TARGET --example $RV_EXAMPLE
-rv="$work/rv"
-mkdir -p "$rv"
-RV_ELF="$rv/$RV_EXAMPLE.elf"
-cp "$CARGO_TARGET_DIR/$RV_TARGET/release/examples/$RV_EXAMPLE" "$RV_ELF"
-set +e
-timeout $QEMU_TIMEOUT "${RV_QEMU[@]}" -kernel "$RV_ELF" | tee "$rv/run.txt"
-status=${PIPESTATUS[0]}
-set -e
-echo "QEMU exit status: $status"
-if [ "$status" != 0 ] || ! grep -q '^[1-9][0-9]* passed, 0 failed$' "$rv/run.txt"; then
-    echo "RISC-V firmware checks failed"
-    exit 1
-fi
+run_image RISC-V "$rv" riscv32imac-unknown-none-elf riscv32 "" "${RV_QEMU[@]}"
 echo "== RISC-V instruction counts"
-measure "$rv" "$RV_ELF" $RV_NM "${RV_QEMU[@]}"
+measure "$rv" "$rv/riscv32.elf" riscv64-unknown-elf-nm "${RV_QEMU[@]}"
 budget "RISC-V: instructions per rotated pair (Q15, rounded, saturated, whole grid)" "$(per "$rv" pairs)" $MAX_RV_INSNS_PER_PAIR instructions
 budget "RISC-V: instructions per Q15 (cos, sin) entry (Q15Table::build, 8x8, d = 32)" "$(per "$rv" table_entries)" $MAX_RV_INSNS_PER_ENTRY instructions
 echo "== RISC-V: what the example pulls from rope2d (call graph of calls::*), its stack"
-set +e
-python3 .ci/firmware_closure.py $RV_OBJDUMP "$RV_ELF" "riscv32::firmware::calls::" >"$rv/closure.txt"
-rv_closure_status=$?
-set -e
-if [ "$rv_closure_status" != 0 ]; then
-    echo "CHECK FAIL   a RISC-V calls:: function reaches a panic path or has no stack bound"
-    grep -E 'panic path|stack bound not' "$rv/closure.txt"; fail=1
-else
-    echo "check ok     no panic path reachable from the RISC-V example's rope2d calls"
-fi
-budget "RISC-V: .text reached from the example's rope2d calls" \
-    "$(awk '$1 == "closure_text_bytes" { print $2 }' "$rv/closure.txt")" $MAX_RV_TEXT_BYTES bytes
-stack_check "$rv/run.txt" "$rv/closure.txt" "riscv32::firmware::" || fail=1
+calls_check RISC-V "$rv" riscv64-unknown-elf-objdump "$rv/riscv32.elf" riscv32
+budget "RISC-V: .text reached from the example's rope2d calls" "$(text_of "$rv/calls.txt")" $MAX_RV_TEXT_BYTES bytes
 budget "RISC-V: stack of any rope2d call of the example, bound" \
-    "$(max_bound "$rv/closure.txt" "riscv32::firmware::calls::")" $MAX_RV_STACK_BYTES bytes
-rv_symbols=$($RV_NM "$RV_ELF")
-soft=$(awk '{ print $NF }' <<<"$rv_symbols" | grep -E "$SOFT_FLOAT" || true)
-if [ -n "$soft" ]; then
-    echo "CHECK FAIL   soft-float routines in the RISC-V image:" $soft; fail=1
-else
-    echo "check ok     no soft-float routine (__addsf3, __mulsf3, __fixsfsi, ...) in the RISC-V image"
-fi
+    "$(max_bound "$rv/calls.txt" "riscv32::firmware::calls::")" $MAX_RV_STACK_BYTES bytes
+no_soft_float RISC-V riscv64-unknown-elf-nm "$rv/riscv32.elf"
 echo "  RISC-V image:"
-riscv64-unknown-elf-size "$RV_ELF" | sed 's/^/    /'
+riscv64-unknown-elf-size "$rv/riscv32.elf" | sed 's/^/    /'
 
 exit $fail

@@ -29,8 +29,10 @@ fn main() {
 #[path = "common/golden_json.rs"]
 mod json;
 
-/// The peak stack of a call, measured by painting (shared with `cortex_m4.rs`).
+/// The peak stack of a call, measured by painting, and `stacked!` (shared with the other
+/// firmware examples).
 #[cfg(target_os = "none")]
+#[macro_use]
 #[path = "common/stack_paint.rs"]
 mod stack_paint;
 

@@ -56,8 +56,10 @@ fn main() {
 #[path = "common/golden_json.rs"]
 mod json;
 
-/// The peak stack of a call, measured by painting (shared with `cortex_m0.rs`).
+/// The peak stack of a call, measured by painting, and `stacked!` (shared with the other
+/// firmware examples).
 #[cfg(target_os = "none")]
+#[macro_use]
 #[path = "common/stack_paint.rs"]
 mod stack_paint;
 
@@ -103,20 +105,6 @@ mod firmware {
 
     /// Bytes of free stack painted below a measured call: more than any call here takes.
     const STACK_WINDOW: usize = 8 * 1024;
-
-    /// `$call`, a call of the `calls*` function named `$name`, with its peak stack measured
-    /// on the device (`stack_paint`) and printed as `stack: <name> <bytes>`, which
-    /// `.ci/firmware.sh` holds against the bound it computes for that function.
-    macro_rules! stacked {
-        ($name:literal, $call:expr) => {{
-            let (result, depth) = crate::stack_paint::peak_stack(STACK_WINDOW, || $call);
-            match depth {
-                Some(bytes) => say!("stack: {} {}", $name, bytes),
-                None => say!("stack: {} beyond {}", $name, STACK_WINDOW),
-            }
-            result
-        }};
-    }
 
     /// The seed file: 2-D axial, the convention the firmware's main table is built for.
     mod golden {

@@ -34,20 +34,6 @@ use rope2d::{
 /// statics and the stack): more than any call here takes.
 const STACK_WINDOW: usize = 2 * 1024;
 
-/// `$call`, a call of the `calls` function named `$name`, with its peak stack measured
-/// on the device (`stack_paint`) and printed as `stack: <name> <bytes>`, which
-/// `.ci/firmware.sh` holds against the bound it computes for that function.
-macro_rules! stacked {
-    ($name:literal, $call:expr) => {{
-        let (result, depth) = crate::stack_paint::peak_stack(STACK_WINDOW, || $call);
-        match depth {
-            Some(bytes) => say!("stack: {} {}", $name, bytes),
-            None => say!("stack: {} beyond {}", $name, STACK_WINDOW),
-        }
-        result
-    }};
-}
-
 /// The golden file, turned into integers at compile time.
 mod golden {
     #![allow(long_running_const_eval)]

@@ -4,6 +4,21 @@
 //! `.ci/firmware.sh` compares each figure with the bound it computes from the disassembly
 //! (`.ci/firmware_closure.py`): the bound covers every path, the measurement the one taken.
 
+/// `stacked!("calls::f", calls::f(…))`: the call, with its peak stack measured on the device
+/// ([`peak_stack`] over `STACK_WINDOW` bytes, a constant where the macro is used) and printed
+/// by `say!` as `stack: <name> <bytes>`, which `.ci/firmware.sh` holds against the bound it
+/// computes for the function named `<name>`.
+macro_rules! stacked {
+    ($name:literal, $call:expr) => {{
+        let (result, depth) = crate::stack_paint::peak_stack(STACK_WINDOW, || $call);
+        match depth {
+            Some(bytes) => say!("stack: {} {}", $name, bytes),
+            None => say!("stack: {} beyond {}", $name, STACK_WINDOW),
+        }
+        result
+    }};
+}
+
 /// Written into every free stack word before a measured call.
 const PAINT: u32 = 0x5AA5_C33C;
 
