@@ -2,8 +2,9 @@
 //! without an FPU, checked on the device against the golden vectors. The including example
 //! provides, before this module, the macros `say!` (one line of output, `format_args!`
 //! syntax) and `take!` (`take!(: T = init)`: `Some(&'static mut T)` the first time a call
-//! site runs), and a module `platform` with `measure_begin`, `measure_end` (the markers
-//! `.ci/firmware.sh` counts instructions between) and `exit(success) -> !`.
+//! site runs), a module `platform` with `measure_begin`, `measure_end` (the markers
+//! `.ci/firmware.sh` counts instructions between) and `exit(success) -> !`, and
+//! `stack_paint.rs` as `stack_paint`, whose `stacked!` it uses.
 //!
 //! On the device:
 //! - the Q15 table of the seed convention (8×8 grid, d = 32, base 100, interleaved pairs,
