@@ -63,11 +63,17 @@ mod json;
 #[path = "common/stack_paint.rs"]
 mod stack_paint;
 
+/// The definition the Q15 loop is held to (shared with `cortex_m0.rs` and `riscv32.rs`).
+#[cfg(target_os = "none")]
+#[path = "common/q15_reference.rs"]
+mod q15_reference;
+
 #[cfg(target_os = "none")]
 mod firmware {
     use cortex_m_rt::{ExceptionFrame, entry, exception};
     use cortex_m_semihosting::debug;
     // The defmt logger (semihosting); linked in both builds so one linker setup serves both.
+    use crate::q15_reference::{self, Q15Grid};
     use defmt_semihosting as _;
     use rope2d::{
         Backend, Direction, Error, Grid, Layout, Q15Table, Shape, Spec, Table,
@@ -855,45 +861,16 @@ mod firmware {
         }
     }
 
-    /// Values of a Q15 rotation of the first tokens of the grid that differ from the
-    /// definition in plain Rust with the table's entries: `(a·c − b·s + 2¹⁴) >> 15`,
-    /// saturated (inverse: `s → −s`); column entries for pairs 0 .. d/4, row entries after.
+    /// Values of a Q15 rotation of whole tokens from the grid's first that differ from the
+    /// definition (`q15_reference::mismatches`).
     fn q15_mismatches(table: &Q15Table<'_, 2>, input: &[i16], got: &[i16], dir: Direction) -> u32 {
-        let mut mismatches = 0;
-        for (t, (x, y)) in input
-            .chunks(TOKEN_LEN)
-            .zip(got.chunks(TOKEN_LEN))
-            .enumerate()
-        {
-            let (Some(row), Some(col)) = (
-                calls_q15::entries(table, 0, t / SIDE),
-                calls_q15::entries(table, 1, t % SIDE),
-            ) else {
-                return u32::MAX;
-            };
-            for (x, y) in x.chunks(D).zip(y.chunks(D)) {
-                for pair in 0..D / 2 {
-                    let [c, s] = if pair < D / 4 {
-                        col[pair]
-                    } else {
-                        row[pair - D / 4]
-                    };
-                    let (c, s) = (i32::from(c), i32::from(s));
-                    let s = if dir == Direction::Forward { s } else { -s };
-                    let (a, b) = (i32::from(x[2 * pair]), i32::from(x[2 * pair + 1]));
-                    let round = |v: i32| ((v + (1 << 14)) >> 15).clamp(-32_768, 32_767);
-                    for (k, want) in [round(a * c - b * s), round(a * s + b * c)]
-                        .into_iter()
-                        .enumerate()
-                    {
-                        if i32::from(y[2 * pair + k]) != want {
-                            mismatches += 1;
-                        }
-                    }
-                }
-            }
-        }
-        mismatches
+        let entries = |axis, index| calls_q15::entries(table, axis, index);
+        let grid = Q15Grid {
+            side: SIDE,
+            heads: HEADS,
+            d: D,
+        };
+        q15_reference::mismatches(entries, grid, input, got, dir)
     }
 
     /// `x` rounded to the nearest integer (ties away from zero), saturated to `i8`.

@@ -26,9 +26,20 @@
 //! for panic paths and bounds for stack; the firmware prints each call's peak stack, measured
 //! by painting (`stack: <call> <bytes>`), for the script to hold against that bound.
 use crate::platform::{exit, measure_begin, measure_end};
+use q15_reference::Q15Grid;
 use rope2d::{
     Direction, Error, Grid, Layout, Q15Table, Shape, Spec,
     preset::{self, AxisOrder},
+};
+
+#[path = "q15_reference.rs"]
+mod q15_reference;
+
+/// The golden grid's shape, for the definition the loop is held to.
+const REFERENCE_GRID: Q15Grid = Q15Grid {
+    side: SIDE,
+    heads: HEADS,
+    d: D,
 };
 
 /// Bytes of free stack painted below a measured call (at most what lies between the
@@ -184,45 +195,12 @@ mod calls {
 #[repr(C, align(4))]
 struct Words<T>(T);
 
-/// Values of a rotation of the first tokens of the grid (row-major, whole lines) that
-/// differ from the definition evaluated in plain Rust with the table's own entries:
-/// `round((a·c − b·s) / 2¹⁵)` ties up, saturated (inverse: `s → −s`); column entries for
-/// pairs 0 .. d/4, row entries for the rest. `i32::MAX` when an entry cannot be read.
+/// Values of a rotation of whole tokens from the grid's first that differ from the
+/// definition (`q15_reference::mismatches`), as the tally counts them.
 fn kernel_mismatches(table: &Q15Table<'_, 2>, input: &[i16], got: &[i16], dir: Direction) -> i32 {
-    let token_len = HEADS * D;
-    let mut mismatches = 0;
-    for (t, (x, y)) in input
-        .chunks(token_len)
-        .zip(got.chunks(token_len))
-        .enumerate()
-    {
-        let (Some(row), Some(col)) = (
-            calls::entries(table, 0, t / SIDE),
-            calls::entries(table, 1, t % SIDE),
-        ) else {
-            return i32::MAX;
-        };
-        for (x, y) in x.chunks(D).zip(y.chunks(D)) {
-            for pair in 0..D / 2 {
-                let [c, s] = if pair < D / 4 {
-                    col[pair]
-                } else {
-                    row[pair - D / 4]
-                };
-                let (c, s) = (i32::from(c), i32::from(s));
-                let s = if dir == Direction::Forward { s } else { -s };
-                let (a, b) = (i32::from(x[2 * pair]), i32::from(x[2 * pair + 1]));
-                let round = |v: i32| ((v + (1 << 14)) >> 15).clamp(-32_768, 32_767);
-                let want = [round(a * c - b * s), round(a * s + b * c)];
-                for (k, want) in want.into_iter().enumerate() {
-                    if i32::from(y[2 * pair + k]) != want {
-                        mismatches += 1;
-                    }
-                }
-            }
-        }
-    }
-    mismatches
+    let entries = |axis, index| calls::entries(table, axis, index);
+    let n = q15_reference::mismatches(entries, REFERENCE_GRID, input, got, dir);
+    i32::try_from(n).unwrap_or(i32::MAX)
 }
 
 struct Tally {
@@ -354,7 +332,12 @@ pub fn run() -> ! {
         tally.error("rotate (two lines)", e);
     } else {
         let n = kernel_mismatches(&table, &INPUT[..lines], &inverse.0, Direction::Inverse)
-            + kernel_mismatches(&table, &INPUT[..lines], &odd.0[1..], Direction::Forward);
+            .saturating_add(kernel_mismatches(
+                &table,
+                &INPUT[..lines],
+                &odd.0[1..],
+                Direction::Forward,
+            ));
         tally.check(
             n == 0,
             "kernel == plain Rust, inverse and unaligned (mismatching values)",
