@@ -1,24 +1,25 @@
 #!/usr/bin/env bash
 # Hardening checks, on a fresh machine too (installs what it needs, once):
 #   1. Miri (undefined behaviour, out-of-bounds and aliasing checks): on x86_64, with AVX2 +
-#      FMA enabled at compile time, the AVX2 element conversions (tests/elements.rs) and the
-#      Q15 integer loop (a small tests/q15.rs case); the C interface's tests; and (beside
-#      those, on the other core) the lib, tests/errors.rs and tests/backends.rs with AVX-512
+#      FMA enabled at compile time, the AVX2 element conversions (tests/suite/elements.rs)
+#      and the Q15 integer loop (a small tests/suite/q15.rs case); the C interface's tests;
+#      and (beside those, on the other core) the lib and tests/backends.rs with AVX-512
 #      enabled
 #      (`wide` needs AVX-512BW/DQ/VL alongside AVX-512F to compile): that build compiles and
 #      compares the x86 backends with `unsafe` code (avx2, avx512) against scalar — the avx2
 #      backend's code is the same with or without AVX-512 flags — with their intrinsics,
 #      masked loads and stores and pointer code (`portable` forbids `unsafe`: the native runs
-#      compare it), then the same small tests/q15.rs case with those flags (the avx512
-#      backend's 512-bit Q15 loop). Elsewhere tests/backends.rs runs in the default build,
-#      portable included.
+#      compare it), then the same small tests/suite/q15.rs case with those flags (the avx512
+#      backend's 512-bit Q15 loop) and tests/suite/errors.rs. Elsewhere the lib,
+#      tests/backends.rs and tests/suite/errors.rs run in the default build, portable
+#      included.
 #      Miri does not implement `vpermt2ps` (`llvm.x86.avx512.vpermi2var.ps.512`), so under
 #      Miri the avx512 backend de-interleaves half-layout tables through a stack copy instead
 #      (the data's memory accesses are the native ones).
 #      NEON is not run under Miri (its intrinsics are only partly implemented there); it is
 #      covered natively instead: the cross tests under qemu-aarch64 in .ci/test, and the fuzz
 #      targets on an aarch64 host. Cortex-M (inline asm) cannot run under Miri either.
-#      tests/golden.rs (10 MB of JSON) is not run under Miri. The C interface's Rust tests
+#      tests/suite/golden.rs (10 MB of JSON) is not run under Miri. The C interface's Rust tests
 #      (capi/src/lib.rs) run under Miri too: its `unsafe` is the pointer-to-slice boundary.
 #   2. Every cargo-fuzz target for a bounded time (side by side, one core each), seeded from
 #      fuzz/corpus/<target> (left unchanged: new inputs go to a scratch directory); any crash,
@@ -109,39 +110,49 @@ if [ "$part" = all ]; then
     fuzz_build=$!
 fi
 
-# A test run with a name filter, which fails when the filter matched no test (after a rename,
-# the run would otherwise pass having tested nothing).
+# A test run with name filters (the words after `--`), which fails when a filter matched no
+# test (after a rename, the run would otherwise pass having tested nothing).
 # (Its output goes to a scratch file through `tee`: not `tee /dev/stderr`, which truncates a
 # log file that stderr is redirected to.)
 filtered() {
-    local status=0
+    local status=0 arg filters=() after=
+    for arg in "$@"; do
+        if [ -n "$after" ]; then filters+=("$arg"); elif [ "$arg" = -- ]; then after=1; fi
+    done
+    [ ${#filters[@]} -gt 0 ] || { echo "filtered: no filter after --: $*"; return 1; }
     "$@" 2>&1 | tee "$scratch/filtered.log" || status=$?
     [ "$status" = 0 ] || return "$status"
-    if ! grep -Eq '^running [1-9][0-9]* tests?$' "$scratch/filtered.log"; then
-        echo "the test filter matched no test: $*"
-        return 1
-    fi
+    for arg in "${filters[@]}"; do
+        if ! grep -Fq -- "$arg" <(grep '^test ' "$scratch/filtered.log"); then
+            echo "the test filter $arg matched no test: $*"
+            return 1
+        fi
+    done
 }
 
 if [ "$part" != fuzz ]; then
     # Miri is ~1000x slower than native: these tests shrink their shapes under cfg(miri).
-    MIRI_TESTS=(--features std --lib --test errors --test backends)
+    MIRI_TESTS=(--features std --lib --test backends)
+    # tests/suite/errors.rs, every error case (tests/suite is one binary: one file's tests are
+    # a filter, which applies to every binary of a run, so these run on their own).
+    MIRI_ERRORS=(--features std --test suite -- errors::)
 
     if [[ "$(uname -m)" == x86_64 ]]; then
-        # The lib, tests/errors.rs and tests/backends.rs with AVX-512 enabled (`wide` needs
+        # The lib and tests/backends.rs with AVX-512 enabled (`wide` needs
         # AVX-512BW/DQ/VL alongside AVX-512F to compile): the avx2 and avx512 backends against
         # scalar. In the background, on the other core; its own target directory.
         AVX512_FLAGS="-C target-feature=+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx2,+fma"
         CARGO_TARGET_DIR=target/miri-avx512 RUSTFLAGS="$AVX512_FLAGS" \
             setsid cargo +"$NIGHTLY" miri test "${MIRI_TESTS[@]}" >"$scratch/miri-avx512.log" 2>&1 &
         miri_avx512=$!
-        # No run of the default build's lib and tests/errors.rs: Miri detects no AVX2 there, so
+        # No run of the default build's lib and error cases: Miri detects no AVX2 there, so
         # they would run scalar and portable only, which hold no `unsafe` (the crate forbids it
         # outside the arch files, and portable's `wide` is a dependency), and their code runs
         # in the AVX2 and AVX-512 runs too (CI time: 76 s of Miri that checked no `unsafe`).
     else
-        step "miri: scalar + portable (lib, tests/errors.rs, tests/backends.rs)"
+        step "miri: scalar + portable (lib, tests/backends.rs, tests/suite/errors.rs)"
         CARGO_TARGET_DIR=target/miri-plain cargo +"$NIGHTLY" miri test "${MIRI_TESTS[@]}"
+        CARGO_TARGET_DIR=target/miri-plain filtered cargo +"$NIGHTLY" miri test "${MIRI_ERRORS[@]}"
     fi
 
     step "miri: the C interface's boundary code (capi/: handles, pointer checks, overlap)"
@@ -153,22 +164,24 @@ if [ "$part" != fuzz ]; then
         # helpers: this build adds what differs without AVX-512 at compile time, the element
         # conversions without F16C and the 256-bit Q15 loop.
         AVX2_FLAGS="-C target-feature=+avx2,+fma"
-        step "miri: the element conversions (AVX2 bf16 / i16 / i8, the staging), tests/elements.rs, RUSTFLAGS='$AVX2_FLAGS'"
+        step "miri: the element conversions (AVX2 bf16 / i16 / i8, the staging), tests/suite/elements.rs, RUSTFLAGS='$AVX2_FLAGS'"
         # The bit-pattern test reaches every conversion path; the others are too slow under Miri.
         CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="$AVX2_FLAGS" \
-            filtered cargo +"$NIGHTLY" miri test --features std --test elements -- every_bit_pattern element_errors
-        step "miri: the Q15 integer vector loop (AVX2 vpmaddwd), tests/q15.rs on small shapes"
+            filtered cargo +"$NIGHTLY" miri test --features std --test suite -- \
+            elements::every_bit_pattern elements::element_errors
+        step "miri: the Q15 integer vector loop (AVX2 vpmaddwd), tests/suite/q15.rs on small shapes"
         CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="$AVX2_FLAGS" \
-            filtered cargo +"$NIGHTLY" miri test --features std --test q15 -- small_rotations
-        step "miri: + avx512 backend, RUSTFLAGS='$AVX512_FLAGS' (lib, tests/errors.rs, tests/backends.rs; started beside the others: the wait for it)"
+            filtered cargo +"$NIGHTLY" miri test --features std --test suite -- q15::small_rotations
+        step "miri: + avx512 backend, RUSTFLAGS='$AVX512_FLAGS' (lib, tests/backends.rs; started beside the others: the wait for it)"
         status=0
         wait "$miri_avx512" || status=$?
         miri_avx512=
         cat "$scratch/miri-avx512.log"
         [ "$status" = 0 ] || { echo "miri with AVX-512 failed (exit status $status)"; exit 1; }
-        step "miri: the Q15 512-bit loop (AVX-512BW vpmaddwd), tests/q15.rs on small shapes, RUSTFLAGS='$AVX512_FLAGS'"
+        step "miri: the Q15 512-bit loop (AVX-512BW vpmaddwd), tests/suite/q15.rs on small shapes, and the error cases (tests/suite/errors.rs), RUSTFLAGS='$AVX512_FLAGS'"
         CARGO_TARGET_DIR=target/miri-avx512 RUSTFLAGS="$AVX512_FLAGS" \
-            filtered cargo +"$NIGHTLY" miri test --features std --test q15 -- small_rotations
+            filtered cargo +"$NIGHTLY" miri test --features std --test suite -- \
+            q15::small_rotations errors::
     else
         step "miri: avx2 and avx512 backends skipped (host is $(uname -m), not x86_64)"
     fi

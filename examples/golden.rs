@@ -19,7 +19,7 @@
 //! 1-D `rope1d` files also run [`AnglePrecision::Float32`], which rounds angles as the float32
 //! reference code does, against `expected_ref` at every position (≤ 1e-5).
 //!
-//! `tests/golden.rs` runs the same code over the repository's copies in `tests/golden/`,
+//! `tests/suite/golden.rs` runs the same code over the repository's copies in `tests/golden/`,
 //! which hold a subset of each file's tokens (`token_index` lists their indices in the full
 //! sequence).
 

@@ -53,7 +53,7 @@ pub type Table<'a, const A: usize, P = Sections<A>> = Rope<A, TableAngles<'a, A,
 ///   with the table's `c`, `s`: within `0.5 + (|a|·εc + |b|·εs) / 2¹⁵` LSB of the exact
 ///   rotation, where `ε ≤ 1` is an entry's error — within 1 LSB for `|a| + |b| ≤ 2¹⁴`, at
 ///   most 2.5 LSB at full scale (`i8`: the rounding's 0.5 LSB). RoPE-Mixed's summed angles
-///   are rounded once more (`ε ≤ 2.5`). Asserted by `tests/q15.rs` for every plan.
+///   are rounded once more (`ε ≤ 2.5`). Asserted by `tests/suite/q15.rs` for every plan.
 /// - Buffers are rotated in their own scale: [`Shape`]'s scales must be
 ///   [`Scales::SAME`], the spec's `mscale` 1, and the buffer `i16` or `i8`
 ///   ([`Error::FixedPoint`] otherwise). Every backend gives the same bits: the scalar

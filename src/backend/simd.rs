@@ -2305,7 +2305,7 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
     // By the pairing's layout, not the row's form: interleaved `bf16`, rotated split in
     // half-layout rows, takes the paths its `f32` values take, whose results it rounds bit
     // for bit (a head of 520 pairs, rotated from a row in `bf16` and section by section from
-    // the tables in `f32`, came out an ulp apart: `tests/elements.rs`).
+    // the tables in `f32`, came out an ulp apart: `tests/suite/elements.rs`).
     #[inline(always)]
     fn row_pairs(pairing: Pairing) -> usize {
         row_pairs(pairing.layout)

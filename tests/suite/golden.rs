@@ -2,7 +2,7 @@
 //! unchanged) under the tolerances of their README, each file from its own description and
 //! from the crate's preset for its family; and the entry points against each other on them.
 
-#[path = "../examples/golden.rs"]
+#[path = "../../examples/golden.rs"]
 #[allow(dead_code)]
 mod runner;
 
