@@ -70,10 +70,10 @@ mod q15_reference;
 
 #[cfg(target_os = "none")]
 mod firmware {
+    use crate::q15_reference::{self, Q15Grid};
     use cortex_m_rt::{ExceptionFrame, entry, exception};
     use cortex_m_semihosting::debug;
     // The defmt logger (semihosting); linked in both builds so one linker setup serves both.
-    use crate::q15_reference::{self, Q15Grid};
     use defmt_semihosting as _;
     use rope2d::{
         Backend, Direction, Error, Grid, Layout, Q15Table, Shape, Spec, Table,
