@@ -19,8 +19,9 @@
 #      NEON is not run under Miri (its intrinsics are only partly implemented there); it is
 #      covered natively instead: the cross tests under qemu-aarch64 in .ci/test, and the fuzz
 #      targets on an aarch64 host. Cortex-M (inline asm) cannot run under Miri either.
-#      tests/suite/golden.rs (10 MB of JSON) is not run under Miri. The C interface's Rust tests
-#      (capi/src/lib.rs) run under Miri too: its `unsafe` is the pointer-to-slice boundary.
+#      tests/suite/golden.rs (10 MB of JSON) is not run under Miri. The C interface's Rust
+#      tests (capi/src/lib.rs) run under Miri too: its `unsafe` is the pointer-to-slice
+#      boundary.
 #   2. Every cargo-fuzz target for a bounded time (side by side, one core each), seeded from
 #      fuzz/corpus/<target> (left unchanged: new inputs go to a scratch directory); any crash,
 #      panic or sanitizer report fails the script, its input saved under
@@ -138,9 +139,10 @@ if [ "$part" != fuzz ]; then
     MIRI_ERRORS=(--features std --test suite -- errors::)
 
     if [[ "$(uname -m)" == x86_64 ]]; then
-        # The lib and tests/backends.rs with AVX-512 enabled (`wide` needs
-        # AVX-512BW/DQ/VL alongside AVX-512F to compile): the avx2 and avx512 backends against
-        # scalar. In the background, on the other core; its own target directory.
+        # The lib and tests/backends.rs with AVX-512 enabled (`wide` needs AVX-512BW/DQ/VL
+        # alongside AVX-512F to compile): the avx2 and avx512 backends against scalar. In the
+        # background, on the other core; its own target directory. (The error cases run after
+        # it, with the 512-bit Q15 loop.)
         AVX512_FLAGS="-C target-feature=+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx2,+fma"
         CARGO_TARGET_DIR=target/miri-avx512 RUSTFLAGS="$AVX512_FLAGS" \
             setsid cargo +"$NIGHTLY" miri test "${MIRI_TESTS[@]}" >"$scratch/miri-avx512.log" 2>&1 &
