@@ -3,16 +3,15 @@
 #   1. Miri (undefined behaviour, out-of-bounds and aliasing checks): on x86_64, with AVX2 +
 #      FMA enabled at compile time, the AVX2 element conversions (tests/suite/elements.rs)
 #      and the Q15 integer loop (a small tests/suite/q15.rs case); the C interface's tests;
-#      and (beside those, on the other core) the lib and tests/backends.rs with AVX-512
-#      enabled
+#      and (beside those, on the other core) the lib, tests/errors.rs and tests/backends.rs
+#      with AVX-512 enabled
 #      (`wide` needs AVX-512BW/DQ/VL alongside AVX-512F to compile): that build compiles and
 #      compares the x86 backends with `unsafe` code (avx2, avx512) against scalar — the avx2
 #      backend's code is the same with or without AVX-512 flags — with their intrinsics,
 #      masked loads and stores and pointer code (`portable` forbids `unsafe`: the native runs
 #      compare it), then the same small tests/suite/q15.rs case with those flags (the avx512
-#      backend's 512-bit Q15 loop) and tests/suite/errors.rs. Elsewhere the lib,
-#      tests/backends.rs and tests/suite/errors.rs run in the default build, portable
-#      included.
+#      backend's 512-bit Q15 loop). Elsewhere the lib, tests/errors.rs and tests/backends.rs
+#      run in the default build, portable included.
 #      Miri does not implement `vpermt2ps` (`llvm.x86.avx512.vpermi2var.ps.512`), so under
 #      Miri the avx512 backend de-interleaves half-layout tables through a stack copy instead
 #      (the data's memory accesses are the native ones).
@@ -133,28 +132,23 @@ filtered() {
 
 if [ "$part" != fuzz ]; then
     # Miri is ~1000x slower than native: these tests shrink their shapes under cfg(miri).
-    MIRI_TESTS=(--features std --lib --test backends)
-    # tests/suite/errors.rs, every error case (tests/suite is one binary: one file's tests are
-    # a filter, which applies to every binary of a run, so these run on their own).
-    MIRI_ERRORS=(--features std --test suite -- errors::)
+    MIRI_TESTS=(--features std --lib --test errors --test backends)
 
     if [[ "$(uname -m)" == x86_64 ]]; then
-        # The lib and tests/backends.rs with AVX-512 enabled (`wide` needs AVX-512BW/DQ/VL
-        # alongside AVX-512F to compile): the avx2 and avx512 backends against scalar. In the
-        # background, on the other core; its own target directory. (The error cases run after
-        # it, with the 512-bit Q15 loop.)
+        # The lib, tests/errors.rs and tests/backends.rs with AVX-512 enabled (`wide` needs
+        # AVX-512BW/DQ/VL alongside AVX-512F to compile): the avx2 and avx512 backends against
+        # scalar. In the background, on the other core; its own target directory.
         AVX512_FLAGS="-C target-feature=+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx2,+fma"
         CARGO_TARGET_DIR=target/miri-avx512 RUSTFLAGS="$AVX512_FLAGS" \
             setsid cargo +"$NIGHTLY" miri test "${MIRI_TESTS[@]}" >"$scratch/miri-avx512.log" 2>&1 &
         miri_avx512=$!
-        # No run of the default build's lib and error cases: Miri detects no AVX2 there, so
+        # No run of the default build's lib and tests/errors.rs: Miri detects no AVX2 there, so
         # they would run scalar and portable only, which hold no `unsafe` (the crate forbids it
         # outside the arch files, and portable's `wide` is a dependency), and their code runs
         # in the AVX2 and AVX-512 runs too (CI time: 76 s of Miri that checked no `unsafe`).
     else
-        step "miri: scalar + portable (lib, tests/backends.rs, tests/suite/errors.rs)"
+        step "miri: scalar + portable (lib, tests/errors.rs, tests/backends.rs)"
         CARGO_TARGET_DIR=target/miri-plain cargo +"$NIGHTLY" miri test "${MIRI_TESTS[@]}"
-        CARGO_TARGET_DIR=target/miri-plain filtered cargo +"$NIGHTLY" miri test "${MIRI_ERRORS[@]}"
     fi
 
     step "miri: the C interface's boundary code (capi/: handles, pointer checks, overlap)"
@@ -174,16 +168,15 @@ if [ "$part" != fuzz ]; then
         step "miri: the Q15 integer vector loop (AVX2 vpmaddwd), tests/suite/q15.rs on small shapes"
         CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="$AVX2_FLAGS" \
             filtered cargo +"$NIGHTLY" miri test --features std --test suite -- q15::small_rotations
-        step "miri: + avx512 backend, RUSTFLAGS='$AVX512_FLAGS' (lib, tests/backends.rs; started beside the others: the wait for it)"
+        step "miri: + avx512 backend, RUSTFLAGS='$AVX512_FLAGS' (lib, tests/errors.rs, tests/backends.rs; started beside the others: the wait for it)"
         status=0
         wait "$miri_avx512" || status=$?
         miri_avx512=
         cat "$scratch/miri-avx512.log"
         [ "$status" = 0 ] || { echo "miri with AVX-512 failed (exit status $status)"; exit 1; }
-        step "miri: the Q15 512-bit loop (AVX-512BW vpmaddwd), tests/suite/q15.rs on small shapes, and the error cases (tests/suite/errors.rs), RUSTFLAGS='$AVX512_FLAGS'"
+        step "miri: the Q15 512-bit loop (AVX-512BW vpmaddwd), tests/suite/q15.rs on small shapes, RUSTFLAGS='$AVX512_FLAGS'"
         CARGO_TARGET_DIR=target/miri-avx512 RUSTFLAGS="$AVX512_FLAGS" \
-            filtered cargo +"$NIGHTLY" miri test --features std --test suite -- \
-            q15::small_rotations errors::
+            filtered cargo +"$NIGHTLY" miri test --features std --test suite -- q15::small_rotations
     else
         step "miri: avx2 and avx512 backends skipped (host is $(uname -m), not x86_64)"
     fi
