@@ -17,6 +17,7 @@
 //! - Errors: invalid scales, scales on floats, a RoPE-Mixed token larger than the stage
 //!   (requantised, or at an `mscale` above 2¹⁴); nothing written on error.
 
+use crate::Rng;
 use rope2d::half::{bf16, f16};
 use rope2d::{
     Backend, Direct, Direction, Element, Error, Grid, Layout, LearnedFreqs, Run, Scales, Shape,
@@ -31,16 +32,7 @@ fn backends() -> Vec<Backend> {
         .collect()
 }
 
-struct Rng(u64);
-
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
     /// Uniform in [−4, 4).
     fn value(&mut self) -> f64 {
         ((self.next() >> 40) as f64 / (1u64 << 24) as f64) * 8.0 - 4.0

@@ -2,6 +2,7 @@
 //! in N-D, over seeded random cases (no timing, no external generator), against an f64 model
 //! of every preset written here from the families' own formulas.
 
+use crate::Rng;
 use rope2d::{
     AnglePrecision, Backend, Coords, Direct, Direction, Freqs, Grid, Layout, PerPair, Plan, Shape,
     Spec, Table,
@@ -9,16 +10,7 @@ use rope2d::{
 };
 use std::f64::consts::TAU;
 
-/// xorshift64*: deterministic, dependency-free.
-struct Rng(u64);
-
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
     fn unit(&mut self) -> f32 {
         (self.next() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
     }
