@@ -14,7 +14,9 @@
 //! their own form and rotate every head of the token in one address-order pass. The scalar
 //! and portable kernels rotate section by section straight from the tables, so firmware
 //! links no row code. Each source is generic over the plan and the positions, so the loops a
-//! program does not use are not linked.
+//! program does not use are not linked: optimised builds inline the loops ([`from_tables`],
+//! [`computed`]) into each source, where the plan's variant is a constant; debug builds share
+//! one copy of them between plan types.
 
 #![forbid(unsafe_code)]
 
@@ -181,130 +183,151 @@ impl<const A: usize, P: Plan<A>, Po: Positions<A>, T: TableEntry> AngleSource<T>
         pairing: Pairing,
         dir: Direction,
     ) {
-        let plan = self.plan;
-        let assign = plan.assign();
-        let order = self.positions.order();
-        let mut slot = MaybeUninit::uninit();
-        let row = K::Row::init(&mut slot);
-        let mut sink = Sink::<K>::new(row, head_dim, pairing, dir);
-        // The tables the grid and token loops prepare per call: one frame's slots for all of
-        // them (two more rows each in their own slots grew the frame by 8 KiB, to a loop of
-        // page probes).
-        let mut spare = [const { MaybeUninit::uninit() }; 2];
-        match assign {
-            Assign::Sections(_) => {
-                let sections = SectionTables {
-                    tables: self.tables,
-                    widths: self.widths,
-                    runs: self.runs,
-                };
-                let pieces = match order {
-                    // The caller checked that `x` holds exactly the grid's tokens: no piece
-                    // bookkeeping (token counts, chunking) to redo per call. Each `Positions`
-                    // type reaches one of these arms, so `grid` is inlined once per type.
-                    Order::Grid(grid) => {
-                        return sections.grid(
-                            x,
-                            grid.origin,
-                            grid.extents,
-                            token_len,
-                            &mut sink,
-                            &mut spare,
-                        );
-                    }
-                    Order::Pieces(pieces) => pieces,
-                    _ => return sections.each_token(x, order, token_len, &mut sink, &mut spare),
-                };
-                let mut rest = x;
-                for piece in pieces {
-                    let one = core::slice::from_ref(piece);
-                    let Ok(Some(tokens)) = Order::Pieces(one).tokens() else {
-                        return;
-                    };
-                    let Some((here, next)) =
-                        rest.split_at_mut_checked(tokens.saturating_mul(token_len))
-                    else {
-                        return;
-                    };
-                    rest = next;
-                    let Piece::Grid { grid, repeat } = *piece else {
-                        sections.each_token(
-                            here,
-                            Order::Pieces(one),
-                            token_len,
-                            &mut sink,
-                            &mut spare,
-                        );
-                        continue;
-                    };
-                    let cells = grid.tokens().unwrap_or(0).saturating_mul(token_len);
-                    if cells == 0 {
-                        continue;
-                    }
-                    for walk in here.chunks_exact_mut(cells).take(repeat) {
-                        sections.grid(
-                            walk,
-                            grid.origin,
-                            grid.extents,
-                            token_len,
-                            &mut sink,
-                            &mut spare,
-                        );
-                    }
+        let (tables, widths, runs) = (self.tables, self.widths, self.runs);
+        let assign = self.plan.assign();
+        from_tables::<A, Po, T, K>(
+            x,
+            token_len,
+            head_dim,
+            pairing,
+            dir,
+            tables,
+            widths,
+            runs,
+            assign,
+            self.positions,
+        );
+    }
+}
+
+/// [`Tables`]' token loop over the plan as data ([`Assign`]): instantiated per axis count,
+/// positions, entry type and kernel, not per plan type as well, where it is not inlined
+/// (debug builds, whose test and fuzz binaries held a copy of it per plan type). Optimised
+/// builds inline it, where the plan's variant is a constant: only its arm is kept.
+#[allow(clippy::too_many_arguments)]
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn from_tables<const A: usize, Po: Positions<A>, T: TableEntry, K: Kernel<Entry = T>>(
+    x: &mut [K::Value],
+    token_len: usize,
+    head_dim: usize,
+    pairing: Pairing,
+    dir: Direction,
+    tables: [&[T]; A],
+    widths: [usize; A],
+    runs: &[Run],
+    assign: Assign<'_, A>,
+    positions: Po,
+) {
+    let order = positions.order();
+    let mut slot = MaybeUninit::uninit();
+    let row = K::Row::init(&mut slot);
+    let mut sink = Sink::<K>::new(row, head_dim, pairing, dir);
+    // The tables the grid and token loops prepare per call: one frame's slots for all of
+    // them (two more rows each in their own slots grew the frame by 8 KiB, to a loop of
+    // page probes).
+    let mut spare = [const { MaybeUninit::uninit() }; 2];
+    match assign {
+        Assign::Sections(_) => {
+            let sections = SectionTables {
+                tables,
+                widths,
+                runs,
+            };
+            let pieces = match order {
+                // The caller checked that `x` holds exactly the grid's tokens: no piece
+                // bookkeeping (token counts, chunking) to redo per call. Each `Positions`
+                // type reaches one of these arms, so `grid` is inlined once per type.
+                Order::Grid(grid) => {
+                    return sections.grid(
+                        x,
+                        grid.origin,
+                        grid.extents,
+                        token_len,
+                        &mut sink,
+                        &mut spare,
+                    );
                 }
-            }
-            Assign::Interleaved(_) | Assign::PerPair(_) => {
-                // Gather each token's entries pair by pair, in chunks.
-                let mut chunk = [T::IDENTITY; CHUNK];
-                for (token, position) in Tokens::new(x, token_len).zip(order.iter()) {
-                    let mut first_pair = 0;
-                    let mut filled = 0;
-                    for (axis, column) in assign.pair_axes() {
-                        let entry = match (
-                            self.tables.get(axis),
-                            self.widths.get(axis),
-                            position.get(axis),
-                        ) {
-                            (Some(table), Some(&width), Some(&index)) => {
-                                row_entries(table, width, index, column, 1)
-                                    .first()
-                                    .copied()
-                                    .unwrap_or(T::IDENTITY)
-                            }
-                            _ => T::IDENTITY,
-                        };
-                        if let Some(slot) = chunk.get_mut(filled) {
-                            *slot = entry;
-                        }
-                        filled += 1;
-                        if filled == CHUNK {
-                            sink.put(token, first_pair, &chunk);
-                            first_pair += filled;
-                            filled = 0;
-                        }
-                    }
-                    sink.put(token, first_pair, chunk.get(..filled).unwrap_or(&[]));
-                    sink.finish(token);
-                }
-            }
-            Assign::Summed(_) => {
-                // Axis 0 is the row (`y`), axis 1 the column (`x`); each row holds every head.
-                let (Some(&rows), Some(&cols)) = (self.tables.first(), self.tables.get(1)) else {
+                Order::Pieces(pieces) => pieces,
+                _ => return sections.each_token(x, order, token_len, &mut sink, &mut spare),
+            };
+            let mut rest = x;
+            for piece in pieces {
+                let one = core::slice::from_ref(piece);
+                let Ok(Some(tokens)) = Order::Pieces(one).tokens() else {
                     return;
                 };
-                let (Some(&row_width), Some(&col_width)) =
-                    (self.widths.first(), self.widths.get(1))
+                let Some((here, next)) =
+                    rest.split_at_mut_checked(tokens.saturating_mul(token_len))
                 else {
                     return;
                 };
-                for (token, position) in Tokens::new(x, token_len).zip(order.iter()) {
-                    let (Some(&row), Some(&col)) = (position.first(), position.get(1)) else {
-                        continue;
-                    };
-                    let row = row_entries(rows, row_width, row, 0, row_width);
-                    let col = row_entries(cols, col_width, col, 0, col_width);
-                    K::rotate_pairs_summed(token, head_dim, pairing, col, row, dir);
+                rest = next;
+                let Piece::Grid { grid, repeat } = *piece else {
+                    sections.each_token(here, Order::Pieces(one), token_len, &mut sink, &mut spare);
+                    continue;
+                };
+                let cells = grid.tokens().unwrap_or(0).saturating_mul(token_len);
+                if cells == 0 {
+                    continue;
                 }
+                for walk in here.chunks_exact_mut(cells).take(repeat) {
+                    sections.grid(
+                        walk,
+                        grid.origin,
+                        grid.extents,
+                        token_len,
+                        &mut sink,
+                        &mut spare,
+                    );
+                }
+            }
+        }
+        Assign::Interleaved(_) | Assign::PerPair(_) => {
+            // Gather each token's entries pair by pair, in chunks.
+            let mut chunk = [T::IDENTITY; CHUNK];
+            for (token, position) in Tokens::new(x, token_len).zip(order.iter()) {
+                let mut first_pair = 0;
+                let mut filled = 0;
+                for (axis, column) in assign.pair_axes() {
+                    let entry = match (tables.get(axis), widths.get(axis), position.get(axis)) {
+                        (Some(table), Some(&width), Some(&index)) => {
+                            row_entries(table, width, index, column, 1)
+                                .first()
+                                .copied()
+                                .unwrap_or(T::IDENTITY)
+                        }
+                        _ => T::IDENTITY,
+                    };
+                    if let Some(slot) = chunk.get_mut(filled) {
+                        *slot = entry;
+                    }
+                    filled += 1;
+                    if filled == CHUNK {
+                        sink.put(token, first_pair, &chunk);
+                        first_pair += filled;
+                        filled = 0;
+                    }
+                }
+                sink.put(token, first_pair, chunk.get(..filled).unwrap_or(&[]));
+                sink.finish(token);
+            }
+        }
+        Assign::Summed(_) => {
+            // Axis 0 is the row (`y`), axis 1 the column (`x`); each row holds every head.
+            let (Some(&rows), Some(&cols)) = (tables.first(), tables.get(1)) else {
+                return;
+            };
+            let (Some(&row_width), Some(&col_width)) = (widths.first(), widths.get(1)) else {
+                return;
+            };
+            for (token, position) in Tokens::new(x, token_len).zip(order.iter()) {
+                let (Some(&row), Some(&col)) = (position.first(), position.get(1)) else {
+                    continue;
+                };
+                let row = row_entries(rows, row_width, row, 0, row_width);
+                let col = row_entries(cols, col_width, col, 0, col_width);
+                K::rotate_pairs_summed(token, head_dim, pairing, col, row, dir);
             }
         }
     }
@@ -723,60 +746,89 @@ impl<const A: usize, P: Plan<A>, C: CoordSource<A>> AngleSource for Computed<'_,
         pairing: Pairing,
         dir: Direction,
     ) {
-        let assign = self.plan.assign();
-        let mut chunk = [[0f32; 2]; CHUNK];
-        let mut slot = MaybeUninit::uninit();
-        let row = K::Row::init(&mut slot);
-        let mut sink = Sink::<K>::new(row, head_dim, pairing, dir);
-        let tokens = Tokens::new(x, token_len);
-        for (token, coordinate) in tokens.zip(self.coords.coordinates()) {
-            match self.freqs {
-                ComputedFreqs::Pairs(freqs) => {
-                    let mut first_pair = 0;
-                    let mut filled = 0;
-                    for ((axis, _), f) in assign.pair_axes().zip(freqs.iter()) {
-                        let phase = coordinate.phase(axis, f);
-                        if let Some(slot) = chunk.get_mut(filled) {
-                            *slot = scaled(math::cos_sin_turns(phase), self.mscale);
-                        }
-                        filled += 1;
-                        if filled == CHUNK {
-                            sink.put(token, first_pair, &chunk);
-                            first_pair += filled;
-                            filled = 0;
-                        }
+        let (assign, freqs, mscale) = (self.plan.assign(), self.freqs, self.mscale);
+        computed::<A, C, K>(
+            x,
+            token_len,
+            head_dim,
+            pairing,
+            dir,
+            assign,
+            freqs,
+            mscale,
+            self.coords,
+        );
+    }
+}
+
+/// [`Computed`]'s token loop over the plan as data ([`Assign`]), for the reason given at
+/// [`from_tables`].
+#[allow(clippy::too_many_arguments)]
+#[cfg_attr(debug_assertions, inline)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn computed<const A: usize, C: CoordSource<A>, K: Kernel<Entry = [f32; 2]>>(
+    x: &mut [K::Value],
+    token_len: usize,
+    head_dim: usize,
+    pairing: Pairing,
+    dir: Direction,
+    assign: Assign<'_, A>,
+    freqs: ComputedFreqs<'_, A>,
+    mscale: f32,
+    coords: C,
+) {
+    let mut chunk = [[0f32; 2]; CHUNK];
+    let mut slot = MaybeUninit::uninit();
+    let row = K::Row::init(&mut slot);
+    let mut sink = Sink::<K>::new(row, head_dim, pairing, dir);
+    let tokens = Tokens::new(x, token_len);
+    for (token, coordinate) in tokens.zip(coords.coordinates()) {
+        match freqs {
+            ComputedFreqs::Pairs(freqs) => {
+                let mut first_pair = 0;
+                let mut filled = 0;
+                for ((axis, _), f) in assign.pair_axes().zip(freqs.iter()) {
+                    let phase = coordinate.phase(axis, f);
+                    if let Some(slot) = chunk.get_mut(filled) {
+                        *slot = scaled(math::cos_sin_turns(phase), mscale);
                     }
-                    sink.put(token, first_pair, chunk.get(..filled).unwrap_or(&[]));
-                    sink.finish(token);
+                    filled += 1;
+                    if filled == CHUNK {
+                        sink.put(token, first_pair, &chunk);
+                        first_pair += filled;
+                        filled = 0;
+                    }
                 }
-                ComputedFreqs::Learned {
-                    y,
-                    x: fx,
-                    precision,
-                } => {
-                    let pairs = pairing.pairs;
-                    if pairs == 0 {
-                        continue;
-                    }
-                    // Each head by its own frequencies: the exact phase of the sum.
-                    let heads = Tokens::new(token, head_dim);
-                    let freqs = y.chunks_exact(pairs).zip(fx.chunks_exact(pairs));
-                    for (head, (fy, fx)) in heads.zip(freqs) {
-                        let mut first_pair = 0;
-                        for (fy, fx) in fy.chunks(CHUNK).zip(fx.chunks(CHUNK)) {
-                            for ((slot, &fy), &fx) in chunk.iter_mut().zip(fy).zip(fx) {
-                                let (fy, fx) = (learned(fy, precision), learned(fx, precision));
-                                let phase = coordinate
-                                    .phase(0, fy)
-                                    .wrapping_add(coordinate.phase(1, fx));
-                                *slot = scaled(math::cos_sin_turns(phase), self.mscale);
-                            }
-                            let entries = chunk.get(..fy.len()).unwrap_or(&[]);
-                            sink.put(head, first_pair, entries);
-                            first_pair += fy.len();
+                sink.put(token, first_pair, chunk.get(..filled).unwrap_or(&[]));
+                sink.finish(token);
+            }
+            ComputedFreqs::Learned {
+                y,
+                x: fx,
+                precision,
+            } => {
+                let pairs = pairing.pairs;
+                if pairs == 0 {
+                    continue;
+                }
+                // Each head by its own frequencies: the exact phase of the sum.
+                let heads = Tokens::new(token, head_dim);
+                let freqs = y.chunks_exact(pairs).zip(fx.chunks_exact(pairs));
+                for (head, (fy, fx)) in heads.zip(freqs) {
+                    let mut first_pair = 0;
+                    for (fy, fx) in fy.chunks(CHUNK).zip(fx.chunks(CHUNK)) {
+                        for ((slot, &fy), &fx) in chunk.iter_mut().zip(fy).zip(fx) {
+                            let (fy, fx) = (learned(fy, precision), learned(fx, precision));
+                            let phase = coordinate
+                                .phase(0, fy)
+                                .wrapping_add(coordinate.phase(1, fx));
+                            *slot = scaled(math::cos_sin_turns(phase), mscale);
                         }
-                        sink.finish(head);
+                        let entries = chunk.get(..fy.len()).unwrap_or(&[]);
+                        sink.put(head, first_pair, entries);
+                        first_pair += fy.len();
                     }
+                    sink.finish(head);
                 }
             }
         }
