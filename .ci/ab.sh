@@ -5,7 +5,8 @@
 # most, so a shared machine's slow phases fall on both).
 #
 # usage: bash .ci/ab.sh BASE [REGEX] [ROUNDS]
-#   BASE    a commit (`HEAD` for the working tree's own changes)
+#   BASE    a commit (`HEAD` for the working tree's own changes), or a bench binary built
+#           before (a copy of target/release/deps/rope-*: no second build of the base)
 #   REGEX   criterion's filter, default 'rope2d/' (every group; about 5 minutes a run)
 #   ROUNDS  runs of each binary, default 3
 # e.g.  bash .ci/ab.sh HEAD 'rope2d/(tiny|vit_s)/(auto|stream)$' 5
@@ -23,19 +24,25 @@ out=target/ab
 tree="$out/base-tree"
 rm -rf "$out/base-"[0-9]* "$out/new-"[0-9]*
 mkdir -p "$out"
-git worktree remove --force "$tree" 2>/dev/null || rm -rf "$tree"
-git worktree prune
-git worktree add --quiet --detach "$tree" "$base"
-trap 'git worktree remove --force "$tree" 2>/dev/null || true' EXIT
+if [ ! -f "$base" ]; then
+    git worktree remove --force "$tree" 2>/dev/null || rm -rf "$tree"
+    git worktree prune
+    git worktree add --quiet --detach "$tree" "$base"
+    trap 'git worktree remove --force "$tree" 2>/dev/null || true' EXIT
+fi
 
 # The bench binary of the tree at $1, built into its own target directory $2.
 bench_binary() {
     (cd "$1" && CARGO_TARGET_DIR="$2" cargo bench -p rope2d-bench --no-run 2>&1) |
         sed -n 's/.*Executable benches\/rope.rs (\(.*\))$/\1/p' | tail -n 1
 }
-base_bin=$(bench_binary "$tree" "$PWD/$out/base-target")
+if [ -f "$base" ]; then
+    base_bin=$(realpath "$base")
+else
+    base_bin=$(bench_binary "$tree" "$PWD/$out/base-target")
+    case "$base_bin" in /*) ;; *) base_bin="$tree/$base_bin" ;; esac
+fi
 new_bin=$(bench_binary . "$PWD/target")
-case "$base_bin" in /*) ;; *) base_bin="$tree/$base_bin" ;; esac
 [ -x "$base_bin" ] && [ -x "$new_bin" ] || { echo "ab: no bench binary" >&2; exit 1; }
 
 for round in $(seq "$rounds"); do
@@ -49,7 +56,7 @@ done
 
 python3 - "$out" "$rounds" "$base" <<'PY'
 import json, pathlib, statistics, sys
-out, rounds, base = pathlib.Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+out, rounds, base = pathlib.Path(sys.argv[1]), int(sys.argv[2]), pathlib.Path(sys.argv[3]).name
 
 def medians(run):
     return {

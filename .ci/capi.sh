@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 OUT="$CARGO_TARGET_DIR/capi-check"
 mkdir -p "$OUT"
+# Absolute: cbindgen below writes it from capi/ (a relative CARGO_TARGET_DIR or an absolute
+# one alike).
+OUT="$(cd "$OUT" && pwd)"
 WARN=(-Wall -Wextra -Werror -pedantic)
 
 have() { command -v "$1" >/dev/null 2>&1; }
@@ -32,7 +35,7 @@ if [[ "$(cbindgen --version 2>/dev/null || true)" != *"$CBINDGEN_VERSION"* ]]; t
 fi
 
 echo "--- include/rope2d.h is what cbindgen generates from capi/src/lib.rs"
-(cd capi && cbindgen --config cbindgen.toml --quiet --output "../$OUT/rope2d.h")
+(cd capi && cbindgen --config cbindgen.toml --quiet --output "$OUT/rope2d.h")
 if ! diff -u capi/include/rope2d.h "$OUT/rope2d.h"; then
     echo "capi/include/rope2d.h is stale: run (cd capi && cbindgen --config cbindgen.toml --output include/rope2d.h)"
     exit 1

@@ -151,23 +151,29 @@ if [ "$part" != fuzz ]; then
         CARGO_TARGET_DIR=target/miri-plain cargo +"$NIGHTLY" miri test "${MIRI_TESTS[@]}"
     fi
 
+    # On x86_64 the AVX2 runs' build directory and flags: the C interface's tests share the
+    # dependencies' and the crate's Miri builds with the element conversions' run below (the
+    # same features: the crate's defaults, which the C interface's defaults select too; each
+    # run's own build took about a minute of CI's Miri time), and go through the avx2 backend.
+    AVX2_FLAGS="-C target-feature=+avx2,+fma"
+    capi_miri=(env CARGO_TARGET_DIR=target/miri-plain)
+    [[ "$(uname -m)" != x86_64 ]] || capi_miri=(env CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="$AVX2_FLAGS")
     step "miri: the C interface's boundary code (capi/: handles, pointer checks, overlap)"
-    CARGO_TARGET_DIR=target/miri-plain cargo +"$NIGHTLY" miri test -p rope2d-capi --lib
+    "${capi_miri[@]}" cargo +"$NIGHTLY" miri test -p rope2d-capi --lib
 
     if [[ "$(uname -m)" == x86_64 ]]; then
         # The avx2 backend's code is the same under both flag sets, and the AVX-512 run compares
         # it against scalar (tests/backends.rs) and runs the lib tests, which cover its
         # helpers: this build adds what differs without AVX-512 at compile time, the element
         # conversions without F16C and the 256-bit Q15 loop.
-        AVX2_FLAGS="-C target-feature=+avx2,+fma"
         step "miri: the element conversions (AVX2 bf16 / i16 / i8, the staging), tests/suite/elements.rs, RUSTFLAGS='$AVX2_FLAGS'"
         # The bit-pattern test reaches every conversion path; the others are too slow under Miri.
         CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="$AVX2_FLAGS" \
-            filtered cargo +"$NIGHTLY" miri test --features std --test suite -- \
+            filtered cargo +"$NIGHTLY" miri test --test suite -- \
             elements::every_bit_pattern elements::element_errors
         step "miri: the Q15 integer vector loop (AVX2 vpmaddwd), tests/suite/q15.rs on small shapes"
         CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="$AVX2_FLAGS" \
-            filtered cargo +"$NIGHTLY" miri test --features std --test suite -- q15::small_rotations
+            filtered cargo +"$NIGHTLY" miri test --test suite -- q15::small_rotations
         step "miri: + avx512 backend, RUSTFLAGS='$AVX512_FLAGS' (lib, tests/errors.rs, tests/backends.rs; started beside the others: the wait for it)"
         status=0
         wait "$miri_avx512" || status=$?
