@@ -89,19 +89,18 @@ read -r -a FUZZ_BUILD <<<"${FUZZ_BUILD:---dev}"
 # settings would build again).
 FUZZ_CARGO=(env CARGO_PROFILE_DEV_DEBUG=false cargo +"$NIGHTLY" fuzz)
 # Miri interprets on one core: with both parts, the fuzz build compiles beside it, in the
-# background, instead of after it, and on x86_64 the AVX-512 Miri runs (the longest, longer than
-# the other Miri runs together, in two processes) interpret beside them. A
+# background, instead of after it, and on x86_64 the AVX-512 Miri run (the longest, longer than
+# the other Miri runs together) interprets beside them on the other core. A
 # background job's output is printed when it is waited for.
 scratch="$(mktemp -d)"
 fuzz_build=
 miri_avx512=
-miri_avx512_split=
 # On any exit, background jobs still running are stopped with everything they started (each
 # runs in its own process group, through `setsid`): a fuzz build or Miri run would hold a
 # core and a target directory after a failed step. So are fuzz runs still running (each also
 # ends by itself after FUZZ_SECONDS).
 fuzzers=()
-trap 'for pid in "$fuzz_build" "$miri_avx512" "$miri_avx512_split"; do [ -z "$pid" ] || kill -- "-$pid" 2>/dev/null || true; done
+trap 'for pid in "$fuzz_build" "$miri_avx512"; do [ -z "$pid" ] || kill -- "-$pid" 2>/dev/null || true; done
     for pid in "${fuzzers[@]}"; do [ -z "$pid" ] || kill "$pid" 2>/dev/null || true; done
     rm -rf "$scratch"' EXIT
 # (`setsid` does not fork here: a background job of a script without job control is not a
@@ -138,23 +137,11 @@ if [ "$part" != fuzz ]; then
     if [[ "$(uname -m)" == x86_64 ]]; then
         # The lib, tests/errors.rs and tests/backends.rs with AVX-512 enabled (`wide` needs
         # AVX-512BW/DQ/VL alongside AVX-512F to compile): the avx2 and avx512 backends against
-        # scalar. In the background, in two processes with target directories of their own:
-        # the longest tests of tests/backends.rs (MIRI_SPLIT: 125 of its 236 s of Miri's clock)
-        # in the second. As one run it was the last job of CI, for about 370 s on one core
-        # while the other had nothing left to do.
+        # scalar. In the background, on the other core; its own target directory.
         AVX512_FLAGS="-C target-feature=+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx2,+fma"
-        MIRI_SPLIT=(pieces_and_gathered_plans video_sections_every_entry_point
-            mixed_every_entry_point rows_at_and_past_their_capacity grid_with_repeated_axis_sections)
-        skips=()
-        for test in "${MIRI_SPLIT[@]}"; do skips+=(--skip "$test"); done
         CARGO_TARGET_DIR=target/miri-avx512 RUSTFLAGS="$AVX512_FLAGS" \
-            setsid cargo +"$NIGHTLY" miri test "${MIRI_TESTS[@]}" -- "${skips[@]}" \
-            >"$scratch/miri-avx512.log" 2>&1 &
+            setsid cargo +"$NIGHTLY" miri test "${MIRI_TESTS[@]}" >"$scratch/miri-avx512.log" 2>&1 &
         miri_avx512=$!
-        CARGO_TARGET_DIR=target/miri-avx512-split RUSTFLAGS="$AVX512_FLAGS" \
-            setsid cargo +"$NIGHTLY" miri test --features std --test backends -- "${MIRI_SPLIT[@]}" \
-            >"$scratch/miri-avx512-split.log" 2>&1 &
-        miri_avx512_split=$!
         # No run of the default build's lib and tests/errors.rs: Miri detects no AVX2 there, so
         # they would run scalar and portable only, which hold no `unsafe` (the crate forbids it
         # outside the arch files, and portable's `wide` is a dependency), and their code runs
@@ -193,15 +180,6 @@ if [ "$part" != fuzz ]; then
         miri_avx512=
         cat "$scratch/miri-avx512.log"
         [ "$status" = 0 ] || { echo "miri with AVX-512 failed (exit status $status)"; exit 1; }
-        wait "$miri_avx512_split" || status=$?
-        miri_avx512_split=
-        cat "$scratch/miri-avx512-split.log"
-        [ "$status" = 0 ] || { echo "miri with AVX-512 (the split tests) failed (exit status $status)"; exit 1; }
-        # A test renamed would be skipped by the first run and matched by nothing here.
-        for test in "${MIRI_SPLIT[@]}"; do
-            grep -q "^test $test \.\.\. ok$" "$scratch/miri-avx512-split.log" ||
-                { echo "the split Miri run did not pass $test"; exit 1; }
-        done
         step "miri: the Q15 512-bit loop (AVX-512BW vpmaddwd), tests/suite/q15.rs on small shapes, RUSTFLAGS='$AVX512_FLAGS'"
         CARGO_TARGET_DIR=target/miri-avx512 RUSTFLAGS="$AVX512_FLAGS" \
             filtered cargo +"$NIGHTLY" miri test --features std --test suite -- q15::small_rotations
