@@ -25,18 +25,20 @@
 #      fuzz/corpus/<target> (left unchanged: new inputs go to a scratch directory); any crash,
 #      panic or sanitizer report fails the script, its input saved under
 #      fuzz/artifacts/<target>/.
-# Usage: bash .ci/hardening.sh [all|install|miri|fuzz]   (FUZZ_SECONDS=45 per target by default)
+# Usage: bash .ci/hardening.sh [all|install|miri|miri-avx512|miri-rest|fuzz]
+#   (FUZZ_SECONDS=45 per target by default)
 #   all (the default) installs and runs both, the fuzz build beside Miri; `install` only
 #   installs (the nightly with Miri, cargo-fuzz, Miri's sysroot), `miri` and `fuzz` install
-#   what is missing and run one part each. .ci/test installs first, then runs the fuzz part
-#   in the background and Miri in the foreground.
+#   what is missing and run one part each. `miri` is `miri-avx512` (on x86_64 the AVX-512
+#   run and its Q15 case; elsewhere nothing) beside `miri-rest` (everything else), which
+#   .ci/test starts apart: the AVX-512 run, the longest, from its hardening install step on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 part="${1:-all}"
 case "$part" in
-all | install | miri | fuzz) ;;
+all | install | miri | miri-avx512 | miri-rest | fuzz) ;;
 *)
-    echo "usage: bash .ci/hardening.sh [all|install|miri|fuzz]" >&2
+    echo "usage: bash .ci/hardening.sh [all|install|miri|miri-avx512|miri-rest|fuzz]" >&2
     exit 2
     ;;
 esac
@@ -133,35 +135,57 @@ filtered() {
 if [ "$part" != fuzz ]; then
     # Miri is ~1000x slower than native: these tests shrink their shapes under cfg(miri).
     MIRI_TESTS=(--features std --lib --test errors --test backends)
+    x86_64=; [[ "$(uname -m)" != x86_64 ]] || x86_64=1
+    # The lib, tests/errors.rs and tests/backends.rs with AVX-512 enabled (`wide` needs
+    # AVX-512BW/DQ/VL alongside AVX-512F to compile): the avx2 and avx512 backends against
+    # scalar. Its own target directory; with `all` and `miri`, in the background on the other
+    # core.
+    AVX512_FLAGS="-C target-feature=+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx2,+fma"
+    avx512_step="miri: + avx512 backend, RUSTFLAGS='$AVX512_FLAGS' (lib, tests/errors.rs, tests/backends.rs)"
+    avx512_q15_step="miri: the Q15 512-bit loop (AVX-512BW vpmaddwd), tests/suite/q15.rs on small shapes, RUSTFLAGS='$AVX512_FLAGS'"
+    avx512_q15() {
+        CARGO_TARGET_DIR=target/miri-avx512 RUSTFLAGS="$AVX512_FLAGS" \
+            filtered cargo +"$NIGHTLY" miri test --features std --test suite -- q15::small_rotations
+    }
 
-    if [[ "$(uname -m)" == x86_64 ]]; then
-        # The lib, tests/errors.rs and tests/backends.rs with AVX-512 enabled (`wide` needs
-        # AVX-512BW/DQ/VL alongside AVX-512F to compile): the avx2 and avx512 backends against
-        # scalar. In the background, on the other core; its own target directory.
-        AVX512_FLAGS="-C target-feature=+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx2,+fma"
+    if [ -z "$x86_64" ]; then
+        if [ "$part" = miri-avx512 ]; then
+            step "miri: the AVX-512 run skipped (host is $(uname -m), not x86_64)"
+        else
+            step "miri: scalar + portable (lib, tests/errors.rs, tests/backends.rs)"
+            CARGO_TARGET_DIR=target/miri-plain cargo +"$NIGHTLY" miri test "${MIRI_TESTS[@]}"
+        fi
+    elif [ "$part" = miri-avx512 ]; then
+        step "$avx512_step"
+        CARGO_TARGET_DIR=target/miri-avx512 RUSTFLAGS="$AVX512_FLAGS" \
+            cargo +"$NIGHTLY" miri test "${MIRI_TESTS[@]}"
+        step "$avx512_q15_step"
+        avx512_q15
+    elif [ "$part" != miri-rest ]; then
         CARGO_TARGET_DIR=target/miri-avx512 RUSTFLAGS="$AVX512_FLAGS" \
             setsid cargo +"$NIGHTLY" miri test "${MIRI_TESTS[@]}" >"$scratch/miri-avx512.log" 2>&1 &
         miri_avx512=$!
-        # No run of the default build's lib and tests/errors.rs: Miri detects no AVX2 there, so
-        # they would run scalar and portable only, which hold no `unsafe` (the crate forbids it
-        # outside the arch files, and portable's `wide` is a dependency), and their code runs
-        # in the AVX2 and AVX-512 runs too (CI time: 76 s of Miri that checked no `unsafe`).
-    else
-        step "miri: scalar + portable (lib, tests/errors.rs, tests/backends.rs)"
-        CARGO_TARGET_DIR=target/miri-plain cargo +"$NIGHTLY" miri test "${MIRI_TESTS[@]}"
+    fi
+    # No run of the default build's lib and tests/errors.rs on x86_64: Miri detects no AVX2
+    # there, so they would run scalar and portable only, which hold no `unsafe` (the crate
+    # forbids it outside the arch files, and portable's `wide` is a dependency), and their
+    # code runs in the AVX2 and AVX-512 runs too (CI time: 76 s of Miri that checked no
+    # `unsafe`).
+
+    if [ "$part" != miri-avx512 ]; then
+        # On x86_64 the AVX2 runs' build directory and flags: the C interface's tests share
+        # the dependencies' and the crate's Miri builds with the element conversions' run below
+        # (the same features: the crate's defaults, which the C interface's defaults select
+        # too; each run's own build took about a minute of CI's Miri time), and go through the
+        # avx2 backend.
+        AVX2_FLAGS="-C target-feature=+avx2,+fma"
+        capi_miri=(env CARGO_TARGET_DIR=target/miri-plain)
+        [ -z "$x86_64" ] || capi_miri=(env CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="$AVX2_FLAGS")
+        step "miri: the C interface's boundary code (capi/: handles, pointer checks, overlap)"
+        "${capi_miri[@]}" cargo +"$NIGHTLY" miri test -p rope2d-capi --lib
     fi
 
-    # On x86_64 the AVX2 runs' build directory and flags: the C interface's tests share the
-    # dependencies' and the crate's Miri builds with the element conversions' run below (the
-    # same features: the crate's defaults, which the C interface's defaults select too; each
-    # run's own build took about a minute of CI's Miri time), and go through the avx2 backend.
-    AVX2_FLAGS="-C target-feature=+avx2,+fma"
-    capi_miri=(env CARGO_TARGET_DIR=target/miri-plain)
-    [[ "$(uname -m)" != x86_64 ]] || capi_miri=(env CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="$AVX2_FLAGS")
-    step "miri: the C interface's boundary code (capi/: handles, pointer checks, overlap)"
-    "${capi_miri[@]}" cargo +"$NIGHTLY" miri test -p rope2d-capi --lib
-
-    if [[ "$(uname -m)" == x86_64 ]]; then
+    if [ -n "$x86_64" ] && [ "$part" != miri-avx512 ]; then
         # The avx2 backend's code is the same under both flag sets, and the AVX-512 run compares
         # it against scalar (tests/backends.rs) and runs the lib tests, which cover its
         # helpers: this build adds what differs without AVX-512 at compile time, the element
@@ -174,21 +198,20 @@ if [ "$part" != fuzz ]; then
         step "miri: the Q15 integer vector loop (AVX2 vpmaddwd), tests/suite/q15.rs on small shapes"
         CARGO_TARGET_DIR=target/miri-avx2 RUSTFLAGS="$AVX2_FLAGS" \
             filtered cargo +"$NIGHTLY" miri test --test suite -- q15::small_rotations
-        step "miri: + avx512 backend, RUSTFLAGS='$AVX512_FLAGS' (lib, tests/errors.rs, tests/backends.rs; started beside the others: the wait for it)"
-        status=0
-        wait "$miri_avx512" || status=$?
-        miri_avx512=
-        cat "$scratch/miri-avx512.log"
-        [ "$status" = 0 ] || { echo "miri with AVX-512 failed (exit status $status)"; exit 1; }
-        step "miri: the Q15 512-bit loop (AVX-512BW vpmaddwd), tests/suite/q15.rs on small shapes, RUSTFLAGS='$AVX512_FLAGS'"
-        CARGO_TARGET_DIR=target/miri-avx512 RUSTFLAGS="$AVX512_FLAGS" \
-            filtered cargo +"$NIGHTLY" miri test --features std --test suite -- q15::small_rotations
-    else
-        step "miri: avx2 and avx512 backends skipped (host is $(uname -m), not x86_64)"
+        if [ "$part" != miri-rest ]; then
+            step "$avx512_step (started beside the others: the wait for it)"
+            status=0
+            wait "$miri_avx512" || status=$?
+            miri_avx512=
+            cat "$scratch/miri-avx512.log"
+            [ "$status" = 0 ] || { echo "miri with AVX-512 failed (exit status $status)"; exit 1; }
+            step "$avx512_q15_step"
+            avx512_q15
+        fi
     fi
 fi
 
-if [ "$part" != miri ]; then
+if [[ "$part" != miri* ]]; then
     if [ "$part" = all ]; then
         step "fuzz: build every target (started beside Miri: the wait for it)"
         if ! wait "$fuzz_build"; then
