@@ -116,7 +116,8 @@ trap 'for pid in "$fuzz_build" "$miri_avx512"; do [ -z "$pid" ] || kill -- "-$pi
 # (`setsid` does not fork here: a background job of a script without job control is not a
 # process group leader, so the job's pid is its new group's id.)
 if [ "$part" = all ]; then
-    (cd fuzz && exec setsid "${FUZZ_CARGO[@]}" build "${FUZZ_BUILD[@]}" "${FUZZ_FEATURES[@]}") >"$scratch/fuzz-build.log" 2>&1 &
+    (cd fuzz && exec setsid "${FUZZ_CARGO[@]}" build "${FUZZ_BUILD[@]}" "${FUZZ_FEATURES[@]}") \
+        >"$scratch/fuzz-build.log" 2>&1 &
     fuzz_build=$!
 fi
 
@@ -248,7 +249,8 @@ if [[ "$part" != miri* ]]; then
     fuzzers=()
     for target in "${targets[@]}"; do
         mkdir -p "$scratch/$target" "corpus/$target"
-        "${FUZZ_CARGO[@]}" run "${FUZZ_BUILD[@]}" "${FUZZ_FEATURES[@]}" "$target" "$scratch/$target" "corpus/$target" -- \
+        "${FUZZ_CARGO[@]}" run "${FUZZ_BUILD[@]}" "${FUZZ_FEATURES[@]}" "$target" \
+            "$scratch/$target" "corpus/$target" -- \
             -max_total_time="$FUZZ_SECONDS" -max_len="$FUZZ_MAX_LEN" -timeout=30 \
             -print_final_stats=1 >"$scratch/fuzz-$target.log" 2>&1 &
         fuzzers+=($!)
