@@ -31,7 +31,9 @@ fi
 rustup target add thumbv7em-none-eabihf >/dev/null
 CBINDGEN_VERSION=0.29.4
 if [[ "$(cbindgen --version 2>/dev/null || true)" != *"$CBINDGEN_VERSION"* ]]; then
-    cargo install cbindgen --version "$CBINDGEN_VERSION" --locked
+    # Unoptimised (`--debug`): it writes the header in 0.24 s against 0.21, and its
+    # optimised build took 138 CPU-s against 52 (docs/performance-log.md, stop 58).
+    cargo install --debug cbindgen --version "$CBINDGEN_VERSION" --locked
 fi
 
 echo "--- include/rope2d.h is what cbindgen generates from capi/src/lib.rs"

@@ -61,7 +61,9 @@ rustup target add thumbv7em-none-eabihf thumbv8m.main-none-eabihf thumbv6m-none-
 # Pinned (as hardening.sh pins its tools): the version these checks last passed with.
 DEFMT_PRINT_VERSION=1.2.0
 [ "$(defmt-print --version 2>/dev/null | head -n 1)" = "defmt-print $DEFMT_PRINT_VERSION" ] ||
-    cargo install defmt-print --version "$DEFMT_PRINT_VERSION" --locked
+    # Unoptimised (`--debug`): it decodes a few lines, and its optimised build took 153
+    # CPU-s against 79 (docs/performance-log.md, stop 58).
+    cargo install --debug defmt-print --version "$DEFMT_PRINT_VERSION" --locked
 OBJDUMP=arm-none-eabi-objdump
 NM=arm-none-eabi-nm
 # One instruction per translation block, so every executed instruction is one trace line

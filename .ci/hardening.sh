@@ -68,7 +68,9 @@ else
     echo "$NIGHTLY with miri and rust-src: present"
 fi
 if [ "$(cargo +"$NIGHTLY" fuzz --version 2>/dev/null)" != "cargo-fuzz $CARGO_FUZZ_VERSION" ]; then
-    cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked
+    # Unoptimised (`--debug`): it only starts cargo, and its optimised build took 62 CPU-s
+    # against 36 (docs/performance-log.md, stop 58).
+    cargo install --debug cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked
 else
     echo "cargo-fuzz: present ($(cargo +"$NIGHTLY" fuzz --version))"
 fi
