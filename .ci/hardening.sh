@@ -31,7 +31,7 @@
 #   installs (the nightly with Miri, cargo-fuzz, Miri's sysroot), `miri` and `fuzz` install
 #   what is missing and run one part each. `miri` is `miri-avx512` (on x86_64 the AVX-512
 #   run and its Q15 case; elsewhere nothing) beside `miri-rest` (everything else), which
-#   .ci/test starts apart: the AVX-512 run, the longest, from its hardening install step on.
+#   .ci/test starts apart: the AVX-512 run, the longest, from the start of its MSRV step on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 part="${1:-all}"
