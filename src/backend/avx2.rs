@@ -45,9 +45,24 @@ use crate::element::{Element, sealed::Format};
 
 /// An AVX2 vector. Only constructed inside functions that run only on CPUs with AVX2 and FMA
 /// ([`run_avx2`], [`run_avx2_f16c`], [`run_with_32_registers`] and the staging loop, each
-/// called after the check): every `unsafe` block below relies on that.
+/// called after the check): every `unsafe` block below relies on that. `SET` is the
+/// instruction set its loops ([`Forms`](super::simd::Forms)) are compiled with: [`AVX2`],
+/// [`AVX2_F16C`] (`f16` buffers) or [`AVX512VL`] (the `avx512` backend's 256-bit form).
 #[derive(Clone, Copy)]
-struct V(__m256);
+struct V<const SET: u8 = AVX2>(__m256);
+
+/// AVX2 and FMA.
+const AVX2: u8 = 0;
+/// AVX2, FMA and F16C.
+const AVX2_F16C: u8 = 1;
+/// AVX-512F and VL as well: the same 256-bit operations, bit for bit, with 32 registers.
+#[cfg(feature = "avx512")]
+const AVX512VL: u8 = 2;
+
+super::simd::forms!(V<AVX2>, features = "avx2,fma");
+super::simd::forms!(V<AVX2_F16C>, features = "avx2,fma,f16c");
+#[cfg(feature = "avx512")]
+super::simd::forms!(V<AVX512VL>, features = "avx512f,avx512vl,avx2,fma,f16c");
 
 /// Whether this CPU has AVX2 and FMA and the OS saves their registers: CPUID and XGETBV,
 /// read once and cached ([`x86`](super::x86)), with or without `std`.
@@ -129,7 +144,8 @@ pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
     }
 }
 
-/// The whole driver loop, compiled with AVX2 and FMA so every vector operation inlines.
+/// The whole driver loop, compiled with AVX2 and FMA so every vector operation inlines (the
+/// register forms' loops out of line, [`Forms`](super::simd::Forms), compiled with the same).
 ///
 /// # Safety
 ///
@@ -146,7 +162,7 @@ unsafe fn run_avx2<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
 /// The CPU must support AVX2, FMA and F16C.
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn run_avx2_f16c<A: AngleSource>(job: Job<'_, A, half::f16>) {
-    drive::<Simd<V, half::f16>, A>(job);
+    drive::<Simd<V<AVX2_F16C>, half::f16>, A>(job);
 }
 
 /// The driver loop compiled with AVX-512VL as well: the same 256-bit operations, bit for bit,
@@ -160,7 +176,7 @@ unsafe fn run_avx2_f16c<A: AngleSource>(job: Job<'_, A, half::f16>) {
 #[cfg(feature = "avx512")]
 #[target_feature(enable = "avx512f,avx512vl,avx2,fma,f16c")]
 pub(super) unsafe fn run_with_32_registers<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
-    drive::<Simd<V, E>, A>(job);
+    drive::<Simd<V<AVX512VL>, E>, A>(job);
 }
 
 /// The 256-bit Q15 vector, for the `avx512` loop's sections that 512-bit blocks do not tile.
@@ -386,7 +402,7 @@ unsafe fn first_lanes(n: usize) -> __m256i {
 
 // SAFETY: every method is an AVX2/FMA intrinsic (available: see `V`) on the pointers the
 // trait's contract makes valid.
-unsafe impl Vector for V {
+unsafe impl<const SET: u8> Vector for V<SET> {
     // 16 registers: six vectors' cosines and sines beside the loop's own.
     const ANGLE_REGISTERS: usize = 6;
     const LANES: usize = 8;
@@ -505,7 +521,7 @@ unsafe impl Vector for V {
 // Interleaved bf16 pairs: split by a shift and a mask, merged by one `vpblendw`.
 // SAFETY: AVX2 (available: see `V`); `2·LANES` bf16 (32 bytes) readable or writable at `p`
 // (the trait's contract).
-unsafe impl Bf16Pairs for V {
+unsafe impl<const SET: u8> Bf16Pairs for V<SET> {
     #[inline(always)]
     unsafe fn load_bf16_pairs(p: *const u16) -> (Self, Self) {
         // SAFETY: as stated on the impl: `2·LANES` bf16 (32 bytes) readable at `p`.
@@ -538,7 +554,7 @@ unsafe impl Bf16Pairs for V {
 // `store` only use on CPUs that have it (`converts`); the rest is AVX2. A buffer of `E` has
 // the layout of the integer type each arm reads (`f16`, `bf16`: `repr(transparent)` over
 // `u16`), and the trait's contract makes `LANES` values readable or writable at `p`.
-unsafe impl<E: Element> Stored<E> for V {
+unsafe impl<E: Element, const SET: u8> Stored<E> for V<SET> {
     // Out of line in unoptimised builds: every inlined copy of every arm would take its
     // own stack slots there (no slot reuse), megabytes for the whole driver loop.
     #[cfg_attr(debug_assertions, inline)]

@@ -48,6 +48,13 @@ use crate::element::{Element, sealed::Format};
 #[derive(Clone, Copy)]
 struct V<const BF16: bool = false>(__m512);
 
+// The register forms' loops, with the features of `run_avx512` and `run_avx512_bf16`.
+super::simd::forms!(V<false>, features = "avx512f,avx2,fma");
+super::simd::forms!(
+    V<true>,
+    features = "avx512f,avx512bf16,avx512dq,avx512bw,avx2,fma"
+);
+
 /// Whether this CPU has AVX-512F, AVX2 and FMA and the OS saves the AVX-512 state: CPUID and
 /// XGETBV, read once and cached ([`x86`](super::x86)), with or without `std`.
 #[inline]
@@ -422,7 +429,8 @@ pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
 }
 
 /// The whole driver loop, compiled with AVX-512F, AVX2 and FMA so every vector operation
-/// inlines.
+/// inlines (the register forms' loops out of line, [`Forms`](super::simd::Forms), compiled
+/// with the same).
 ///
 /// # Safety
 ///

@@ -42,6 +42,8 @@ use crate::element::{Element, sealed::Format};
 #[derive(Clone, Copy)]
 struct V(float32x4_t);
 
+super::simd::forms!(V, features = "neon");
+
 /// Whether this CPU has NEON: always, as this backend is built only for targets that have
 /// it at compile time (`build.rs`).
 #[inline]
@@ -291,7 +293,8 @@ pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
     }
 }
 
-/// The whole driver loop, compiled with NEON so every vector operation inlines.
+/// The whole driver loop, compiled with NEON so every vector operation inlines (the register
+/// forms' loops out of line, [`Forms`](super::simd::Forms), compiled with the same).
 ///
 /// # Safety
 ///

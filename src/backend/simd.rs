@@ -22,6 +22,12 @@
 //!
 //! Q15 tables rotate `i16`/`i8` with the scalar kernel's integer arithmetic, its pair loop in
 //! an arch file's integer vectors ([`Q15Blocks`]).
+//!
+//! The register forms' loops (grids, batches of tokens, grid lines) are the code's bulk, one
+//! per vector type, element type, head size and axis count. They are compiled out of line
+//! ([`Forms`], with the arch file's instruction set) and called once per grid, batch or line,
+//! so every driver that reaches them shares them; the rest of the driver (the plan, the
+//! positions, the staged rows) is inlined into the arch file's `#[target_feature]` entry.
 
 use core::mem::MaybeUninit;
 
@@ -701,9 +707,205 @@ type Scalar<E> = super::scalar::Scalar<super::scalar::Float<E>>;
 /// The kernel of a vector type on buffers of element type `E`.
 pub(super) struct Simd<V, E = f32>(core::marker::PhantomData<(V, E)>);
 
+/// The register forms' loops ([`grid_from_entries`], [`tokens_from_entries`],
+/// [`tokens_in_registers`], [`line_in_registers`]), each compiled once per vector type,
+/// element type, head size and axis count, out of line, with the vector type's instruction
+/// set. Inlined, they were copied into every driver that reaches them — one per element
+/// type, angle source and position kind, 66 `avx512` drivers in the C library, whose release
+/// build took 16 minutes (`docs/performance-log.md`, stop 53). The call costs a few
+/// instructions per grid, batch of tokens or line. An arch file implements it with
+/// [`forms`].
+///
+/// # Safety
+///
+/// An implementation's methods are compiled with the instruction set its vector type's
+/// operations need (the callers' contract: that instruction set is available), and do what
+/// the loop of the same name does.
+pub(super) unsafe trait Forms: Vector {
+    /// [`grid_from_entries`].
+    ///
+    /// # Safety
+    ///
+    /// As for [`grid_from_entries`].
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn grid_from_entries<E: Element, const N: usize, const A: usize>(
+        x: &mut [E],
+        line_len: usize,
+        token_len: usize,
+        head_dim: usize,
+        form: Form,
+        dir: Direction,
+        vectors: &[EntryVector; REGISTER_VECTORS],
+        origin: [u32; A],
+        extents: [usize; A],
+    ) where
+        Self: Stored<E>;
+
+    /// [`tokens_from_entries`].
+    ///
+    /// # Safety
+    ///
+    /// As for [`tokens_from_entries`].
+    unsafe fn tokens_from_entries<E: Element, const N: usize, const A: usize>(
+        x: &mut [E],
+        token_len: usize,
+        head_dim: usize,
+        form: Form,
+        dir: Direction,
+        vectors: &[EntryVector; REGISTER_VECTORS],
+        positions: impl Iterator<Item = [u32; A]>,
+    ) where
+        Self: Stored<E>;
+
+    /// [`tokens_in_registers`].
+    ///
+    /// # Safety
+    ///
+    /// As for [`tokens_in_registers`].
+    unsafe fn tokens_in_registers<E: Element, const N: usize, const A: usize>(
+        x: &mut [E],
+        token_len: usize,
+        head_dim: usize,
+        form: Form,
+        tables: [TokenTable; 2],
+        axes: [usize; 2],
+        positions: impl Iterator<Item = [u32; A]>,
+    ) where
+        Self: Stored<E>;
+
+    /// [`line_in_registers`].
+    ///
+    /// # Safety
+    ///
+    /// As for [`line_in_registers`].
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn line_in_registers<E: Element, const N: usize>(
+        lines: &mut [E],
+        line_len: usize,
+        token_len: usize,
+        head_dim: usize,
+        form: Form,
+        row: (*const f32, *const f32),
+        section: (usize, usize),
+        split: impl Fn(usize) -> (*const f32, *const f32),
+    ) where
+        Self: Stored<E>;
+}
+
+/// An arch file's [`Forms`] for vector type `$v`: each loop compiled with `$features`, the
+/// instruction set `$v`'s operations need, so that they inline into it.
+macro_rules! forms {
+    ($v:ty, features = $features:literal) => {
+        // SAFETY: each method is its loop, compiled with `$features`, `$v`'s instruction set.
+        unsafe impl $crate::backend::simd::Forms for $v {
+            #[inline(never)]
+            #[target_feature(enable = $features)]
+            unsafe fn grid_from_entries<
+                E: $crate::element::Element,
+                const N: usize,
+                const A: usize,
+            >(
+                x: &mut [E],
+                line_len: usize,
+                token_len: usize,
+                head_dim: usize,
+                form: $crate::backend::simd::Form,
+                dir: $crate::config::Direction,
+                vectors: &[$crate::backend::simd::EntryVector;
+                     $crate::backend::simd::REGISTER_VECTORS],
+                origin: [u32; A],
+                extents: [usize; A],
+            ) where
+                Self: $crate::backend::simd::Stored<E>,
+            {
+                // SAFETY: as the caller guarantees; the instruction set is `$features`.
+                unsafe {
+                    $crate::backend::simd::grid_from_entries::<Self, E, N, A>(
+                        x, line_len, token_len, head_dim, form, dir, vectors, origin, extents,
+                    )
+                }
+            }
+
+            #[inline(never)]
+            #[target_feature(enable = $features)]
+            unsafe fn tokens_from_entries<
+                E: $crate::element::Element,
+                const N: usize,
+                const A: usize,
+            >(
+                x: &mut [E],
+                token_len: usize,
+                head_dim: usize,
+                form: $crate::backend::simd::Form,
+                dir: $crate::config::Direction,
+                vectors: &[$crate::backend::simd::EntryVector;
+                     $crate::backend::simd::REGISTER_VECTORS],
+                positions: impl Iterator<Item = [u32; A]>,
+            ) where
+                Self: $crate::backend::simd::Stored<E>,
+            {
+                // SAFETY: as the caller guarantees; the instruction set is `$features`.
+                unsafe {
+                    $crate::backend::simd::tokens_from_entries::<Self, E, N, A>(
+                        x, token_len, head_dim, form, dir, vectors, positions,
+                    )
+                }
+            }
+
+            #[inline(never)]
+            #[target_feature(enable = $features)]
+            unsafe fn tokens_in_registers<
+                E: $crate::element::Element,
+                const N: usize,
+                const A: usize,
+            >(
+                x: &mut [E],
+                token_len: usize,
+                head_dim: usize,
+                form: $crate::backend::simd::Form,
+                tables: [$crate::backend::simd::TokenTable; 2],
+                axes: [usize; 2],
+                positions: impl Iterator<Item = [u32; A]>,
+            ) where
+                Self: $crate::backend::simd::Stored<E>,
+            {
+                // SAFETY: as the caller guarantees; the instruction set is `$features`.
+                unsafe {
+                    $crate::backend::simd::tokens_in_registers::<Self, E, N, A>(
+                        x, token_len, head_dim, form, tables, axes, positions,
+                    )
+                }
+            }
+
+            #[inline(never)]
+            #[target_feature(enable = $features)]
+            unsafe fn line_in_registers<E: $crate::element::Element, const N: usize>(
+                lines: &mut [E],
+                line_len: usize,
+                token_len: usize,
+                head_dim: usize,
+                form: $crate::backend::simd::Form,
+                row: (*const f32, *const f32),
+                section: (usize, usize),
+                split: impl Fn(usize) -> (*const f32, *const f32),
+            ) where
+                Self: $crate::backend::simd::Stored<E>,
+            {
+                // SAFETY: as the caller guarantees; the instruction set is `$features`.
+                unsafe {
+                    $crate::backend::simd::line_in_registers::<Self, E, N>(
+                        lines, line_len, token_len, head_dim, form, row, section, split,
+                    )
+                }
+            }
+        }
+    };
+}
+pub(super) use forms;
+
 /// How the loops walk a head's pairs.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Form {
+pub(super) enum Form {
     /// Interleaved pairs rotated in place: a swap within pairs, the row's duplicated
     /// cosines and alternating signed sines.
     Interleaved,
@@ -1604,7 +1806,7 @@ unsafe fn lane_masks<V: Vector, const N: usize>(
 #[allow(clippy::too_many_arguments)]
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
-unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize>(
+pub(super) unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize>(
     lines: &mut [E],
     line_len: usize,
     token_len: usize,
@@ -1704,7 +1906,7 @@ unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize>(
 /// start `c · stride` floats after the arrays `(a, b)` (shifted so that float `j · LANES` of
 /// a head reads the table's vector `j`); `count` coordinates.
 #[derive(Clone, Copy)]
-struct TokenTable {
+pub(super) struct TokenTable {
     a: *const f32,
     b: *const f32,
     stride: usize,
@@ -1725,7 +1927,12 @@ struct TokenTable {
 /// two sections are disjoint and make up every pair of a head.
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
-unsafe fn tokens_in_registers<V: Stored<E>, E: Element, const N: usize, const A: usize>(
+pub(super) unsafe fn tokens_in_registers<
+    V: Stored<E>,
+    E: Element,
+    const N: usize,
+    const A: usize,
+>(
     x: &mut [E],
     token_len: usize,
     head_dim: usize,
@@ -1808,7 +2015,7 @@ unsafe fn tokens_in_registers<V: Stored<E>, E: Element, const N: usize, const A:
 /// [`tokens_from_entries`] clamps to `last` and [`grid_from_entries`] takes from the grid
 /// (whose coordinates its caller checked against the tables).
 #[derive(Clone, Copy)]
-struct EntryVector {
+pub(super) struct EntryVector {
     at: *const f32,
     stride: usize,
     last: usize,
@@ -1868,7 +2075,12 @@ unsafe fn angles_from_entries<V: Vector>(layout: Layout, e: *const f32, flips: V
 /// vector's pairs of entries are readable at `at + c · stride` for every `c ≤ last`.
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
-unsafe fn tokens_from_entries<V: Stored<E>, E: Element, const N: usize, const A: usize>(
+pub(super) unsafe fn tokens_from_entries<
+    V: Stored<E>,
+    E: Element,
+    const N: usize,
+    const A: usize,
+>(
     x: &mut [E],
     token_len: usize,
     head_dim: usize,
@@ -1986,7 +2198,7 @@ fn entry_vectors<V: Vector, E: Element, const A: usize>(
 #[allow(clippy::too_many_arguments)]
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
-unsafe fn grid_from_entries<V: Stored<E>, E: Element, const N: usize, const A: usize>(
+pub(super) unsafe fn grid_from_entries<V: Stored<E>, E: Element, const N: usize, const A: usize>(
     x: &mut [E],
     line_len: usize,
     token_len: usize,
@@ -2296,7 +2508,7 @@ fn token_sections(
     }
 }
 
-impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
+impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
     type Value = E;
     type Entry = [f32; 2];
     const ROWS: bool = true;
@@ -2430,7 +2642,7 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
             // first token's section (`line_table_lead`).
             N => unsafe {
                 let line_len = line.len();
-                line_in_registers::<V, E, N>(
+                V::line_in_registers::<E, N>(
                     line, line_len, token_len, head_dim, form, (ra, rb), (first, end), shifted,
                 )
             },
@@ -2488,7 +2700,7 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
             // whole vectors (`entry_vectors`), whose entries of every coordinate up to
             // `last` are inside its table (checked above).
             N => unsafe {
-                tokens_from_entries::<V, E, N, A>(
+                V::tokens_from_entries::<E, N, A>(
                     x, token_len, head_dim, form, dir, vectors, positions,
                 )
             },
@@ -2546,7 +2758,7 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
             // are inside its table, and `x` holds at most the grid's lines (both checked
             // above).
             N => unsafe {
-                grid_from_entries::<V, E, N, A>(
+                V::grid_from_entries::<E, N, A>(
                     x, line_len, token_len, head_dim, form, dir, vectors, origin, extents,
                 )
             },
@@ -2636,7 +2848,7 @@ impl<V: Stored<E>, E: Element> Kernel for Simd<V, E> {
             // pair once (`covers`); each table's vectors of a coordinate below its `count`
             // are initialised (`Row::pairs`, `room`).
             N => unsafe {
-                tokens_in_registers::<V, E, N, A>(
+                V::tokens_in_registers::<E, N, A>(
                     x, token_len, head_dim, form, [t0, t1], axes, positions,
                 )
             },
