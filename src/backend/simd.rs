@@ -790,6 +790,20 @@ pub(super) unsafe trait Forms: Vector {
         split: impl Fn(usize) -> (*const f32, *const f32),
     ) where
         Self: Stored<E>;
+
+    /// [`rotate`].
+    ///
+    /// # Safety
+    ///
+    /// As for [`rotate`].
+    unsafe fn rotate<E: Element>(
+        x: &mut [E],
+        head_dim: usize,
+        form: Form,
+        pairs: usize,
+        row: (*const f32, *const f32),
+    ) where
+        Self: Stored<E>;
 }
 
 /// An arch file's [`Forms`] for vector type `$v`: each loop compiled with `$features`, the
@@ -897,6 +911,21 @@ macro_rules! forms {
                         lines, line_len, token_len, head_dim, form, row, section, split,
                     )
                 }
+            }
+
+            #[inline(never)]
+            #[target_feature(enable = $features)]
+            unsafe fn rotate<E: $crate::element::Element>(
+                x: &mut [E],
+                head_dim: usize,
+                form: $crate::backend::simd::Form,
+                pairs: usize,
+                row: (*const f32, *const f32),
+            ) where
+                Self: $crate::backend::simd::Stored<E>,
+            {
+                // SAFETY: as the caller guarantees; the instruction set is `$features`.
+                unsafe { $crate::backend::simd::rotate::<Self, E>(x, head_dim, form, pairs, row) }
             }
         }
     };
@@ -2322,21 +2351,28 @@ pub(super) unsafe fn grid_from_entries<V: Stored<E>, E: Element, const N: usize,
     }
 }
 
-/// Rotates by `segments` in registers when the heads allow it ([`rotate_in_registers`]),
-/// else from memory.
+/// Rotates every head of `x` by a token's row (its arrays `a` and `b`): in registers when the
+/// heads allow it ([`rotate_in_registers`]), else from memory.
 ///
 /// # Safety
 ///
-/// As for [`rotate_segments`].
+/// As for [`rotate_segments`], the segments being the row's `pairs` pairs.
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
-unsafe fn rotate<V: Stored<E>, E: Element>(
+pub(super) unsafe fn rotate<V: Stored<E>, E: Element>(
     x: &mut [E],
     head_dim: usize,
     form: Form,
     pairs: usize,
-    angles: Angles,
+    (a, b): (*const f32, *const f32),
 ) {
+    let angles = Angles {
+        a,
+        b,
+        first: 0,
+        end: 0,
+        split: (a, b),
+    };
     with_register_count!(
         register_vectors::<V>(head_dim, form, pairs),
         // SAFETY: the heads are exactly `N` vectors (`register_vectors`); the rest as the
@@ -2561,17 +2597,10 @@ impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
         debug_assert!(pairs <= row.pairs(form.row()));
         let pairs = pairs.min(row.pairs(form.row()));
         let (a, b) = (row.a.as_ptr().cast(), row.b.as_ptr().cast());
-        let angles = Angles {
-            a,
-            b,
-            first: 0,
-            end: 0,
-            split: (a, b),
-        };
         // SAFETY: as in `prepare`; `pairs ≤ row_pairs(form.row())`, `2·pairs ≤ head_dim`;
         // the row's floats of `pairs` pairs and the padding after them are initialised
         // (`row.pairs`).
-        unsafe { rotate::<V, E>(x, head_dim, form, pairs, angles) }
+        unsafe { V::rotate::<E>(x, head_dim, form, pairs, (a, b)) }
     }
 
     /// Sections on whole vectors: no lead. Others, for heads of the register form: a
