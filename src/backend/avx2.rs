@@ -145,7 +145,7 @@ pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
 }
 
 /// The whole driver loop, compiled with AVX2 and FMA so every vector operation inlines (the
-/// register forms' loops out of line, [`Forms`](super::simd::Forms), compiled with the same).
+/// loops over heads out of line, [`Forms`](super::simd::Forms), compiled with the same).
 ///
 /// # Safety
 ///

@@ -48,7 +48,7 @@ use crate::element::{Element, sealed::Format};
 #[derive(Clone, Copy)]
 struct V<const BF16: bool = false>(__m512);
 
-// The register forms' loops, with the features of `run_avx512` and `run_avx512_bf16`.
+// The loops over heads, with the features of `run_avx512` and `run_avx512_bf16`.
 super::simd::forms!(V<false>, features = "avx512f,avx2,fma");
 super::simd::forms!(
     V<true>,
@@ -429,7 +429,7 @@ pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
 }
 
 /// The whole driver loop, compiled with AVX-512F, AVX2 and FMA so every vector operation
-/// inlines (the register forms' loops out of line, [`Forms`](super::simd::Forms), compiled
+/// inlines (the loops over heads out of line, [`Forms`](super::simd::Forms), compiled
 /// with the same).
 ///
 /// # Safety

@@ -293,8 +293,8 @@ pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
     }
 }
 
-/// The whole driver loop, compiled with NEON so every vector operation inlines (the register
-/// forms' loops out of line, [`Forms`](super::simd::Forms), compiled with the same).
+/// The whole driver loop, compiled with NEON so every vector operation inlines (the loops
+/// over heads out of line, [`Forms`](super::simd::Forms), compiled with the same).
 ///
 /// # Safety
 ///

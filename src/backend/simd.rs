@@ -23,11 +23,12 @@
 //! Q15 tables rotate `i16`/`i8` with the scalar kernel's integer arithmetic, its pair loop in
 //! an arch file's integer vectors ([`Q15Blocks`]).
 //!
-//! The register forms' loops (grids, batches of tokens, grid lines) are the code's bulk, one
-//! per vector type, element type, head size and axis count. They are compiled out of line
-//! ([`Forms`], with the arch file's instruction set) and called once per grid, batch or line,
-//! so every driver that reaches them shares them; the rest of the driver (the plan, the
-//! positions, the staged rows) is inlined into the arch file's `#[target_feature]` entry.
+//! The loops over heads (grids, batches of tokens, grid lines, a token's row) are the code's
+//! bulk, one per vector type, element type, head size and axis count. They are compiled out
+//! of line ([`Forms`], with the arch file's instruction set) and called once per grid, batch,
+//! line or row, so every driver that reaches them shares them; the rest of the driver (the
+//! plan, the positions, the staging of rows) is inlined into the arch file's
+//! `#[target_feature]` entry.
 
 use core::mem::MaybeUninit;
 
@@ -707,14 +708,14 @@ type Scalar<E> = super::scalar::Scalar<super::scalar::Float<E>>;
 /// The kernel of a vector type on buffers of element type `E`.
 pub(super) struct Simd<V, E = f32>(core::marker::PhantomData<(V, E)>);
 
-/// The register forms' loops ([`grid_from_entries`], [`tokens_from_entries`],
-/// [`tokens_in_registers`], [`line_in_registers`]), each compiled once per vector type,
-/// element type, head size and axis count, out of line, with the vector type's instruction
-/// set. Inlined, they were copied into every driver that reaches them — one per element
-/// type, angle source and position kind, 66 `avx512` drivers in the C library, whose release
-/// build took 16 minutes (`docs/performance-log.md`, stop 53). The call costs a few
-/// instructions per grid, batch of tokens or line. An arch file implements it with
-/// [`forms`].
+/// The loops over heads ([`grid_from_entries`], [`tokens_from_entries`],
+/// [`tokens_in_registers`], [`line_in_registers`], [`rotate`]), each compiled once per vector
+/// type, element type, head size and axis count, out of line, with the vector type's
+/// instruction set. Inlined, they were copied into every driver that reaches them — one per
+/// element type, angle source and position kind, 66 `avx512` drivers in the C library, whose
+/// release build took 16 minutes (`docs/performance-log.md`, stops 53 and 60). The call costs
+/// a few instructions per grid, batch of tokens, line or token. An arch file implements it
+/// with [`forms`].
 ///
 /// # Safety
 ///
