@@ -136,11 +136,19 @@ pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
         // sound on any CPU.
         return super::scalar::run(job);
     }
-    match job.retype(E::as_f16) {
-        // SAFETY: the CPU supports AVX2, FMA and F16C (`converts`).
-        Ok(job) => unsafe { run_avx2_f16c(job) },
+    // A constant condition, so that each type instantiates its own driver only: `f16` not
+    // `run_avx2` (whose loops could not inline F16C's conversions), the others not
+    // `run_avx2_f16c` (the branch not taken is not compiled).
+    if const { matches!(E::FORMAT, Format::F16) } {
+        match job.retype(E::as_f16) {
+            // SAFETY: the CPU supports AVX2, FMA and F16C (`converts`).
+            Ok(job) => unsafe { run_avx2_f16c(job) },
+            // Unreachable: `E` is `f16`.
+            Err(job) => super::scalar::run(job),
+        }
+    } else {
         // SAFETY: the CPU supports AVX2 and FMA (`converts`).
-        Err(job) => unsafe { run_avx2(job) },
+        unsafe { run_avx2(job) }
     }
 }
 

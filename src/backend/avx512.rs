@@ -381,7 +381,10 @@ pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
     if is_available() {
         // `bf16` with AVX-512 BF16: its 512-bit loop at every size (it rounds in one
         // instruction where the 256-bit form takes about ten).
-        let job = if super::x86::features() & super::x86::AVX512BF16 != 0 {
+        // The type test is a constant, so that the other types never instantiate that loop.
+        let job = if const { matches!(E::FORMAT, Format::Bf16) }
+            && super::x86::features() & super::x86::AVX512BF16 != 0
+        {
             match job.retype(E::as_bf16) {
                 // SAFETY: the CPU supports AVX-512F, AVX-512 BF16, DQ and BW, AVX2 and FMA
                 // (checked: `AVX512BF16` includes DQ and BW).

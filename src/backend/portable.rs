@@ -19,7 +19,7 @@ use wide::f32x8;
 
 use super::{AngleSource, Job, Kernel, NoRow, Pairing, drive};
 use crate::config::{Direction, Layout};
-use crate::element::Element;
+use crate::element::{Element, sealed::Format};
 
 /// The kernel type; never constructed.
 pub(crate) struct Portable;
@@ -51,9 +51,16 @@ pub(crate) fn fuses<E: Element>(ratio: f32) -> bool {
 /// An `f32` buffer with `wide`; any other element type with the scalar kernel, whose
 /// results are this backend's bit for bit.
 pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
-    match job.retype(E::as_f32) {
-        Ok(job) => drive::<Portable, A>(job),
-        Err(job) => super::scalar::run(job),
+    // A constant condition, so that an angle source no `f32` buffer takes never
+    // instantiates the `f32` loop (the branch not taken is not compiled).
+    if const { matches!(E::FORMAT, Format::F32) } {
+        match job.retype(E::as_f32) {
+            Ok(job) => drive::<Portable, A>(job),
+            // Unreachable: `E` is `f32`.
+            Err(job) => super::scalar::run(job),
+        }
+    } else {
+        super::scalar::run(job)
     }
 }
 
