@@ -293,7 +293,8 @@ pub struct Job<'x, A, V = f32> {
 impl<'x, A, E: Element> Job<'x, A, E> {
     /// The job on values of `T` when `E` is `T` (`itself` returns such a buffer as itself:
     /// `Element::as_f32`, …); otherwise this job, unchanged. How a backend gives one element
-    /// type its own loop without instantiating that loop for the others.
+    /// type its own loop: called under a constant test of `E::FORMAT` (an inline `const`
+    /// block), so that the loop is not instantiated for the other types, even unoptimised.
     #[cfg(not(target_os = "none"))]
     #[inline(always)]
     pub(crate) fn retype<T: Element>(
