@@ -7,21 +7,49 @@
 #![allow(long_running_const_eval)]
 
 /// Index just past the first `"key":` of the file.
+///
+/// A Horspool search: the window of the pattern's length moves by how far its last byte lies
+/// from the pattern's end, so the number arrays before a key (up to half a megabyte) are
+/// passed about a dozen bytes a step. (Constant evaluation pays for every statement: with a
+/// scan byte by byte and `is_ascii_digit` calls in [`number`], `cargo check` of the
+/// Cortex-M4F example took 13 s, against 4.8 s now; CI compiles it six times.)
 pub const fn after_key(json: &[u8], key: &[u8]) -> usize {
+    // The pattern `"key":`, of `m` bytes.
+    let m = key.len() + 3;
+    // The shift for each last byte of a window: its distance from the pattern's end, at its
+    // last place before the end; the whole length for a byte the pattern lacks.
+    let mut shift = [m; 256];
+    let mut k = 0;
+    while k + 1 < m {
+        shift[pattern_byte(key, k) as usize] = m - 1 - k;
+        k += 1;
+    }
     let mut i = 0;
-    while i + key.len() + 3 <= json.len() {
-        if json[i] == b'"' && json[i + 1 + key.len()] == b'"' && json[i + 2 + key.len()] == b':' {
-            let mut j = 0;
-            while j < key.len() && json[i + 1 + j] == key[j] {
-                j += 1;
+    while i + m <= json.len() {
+        let last = json[i + m - 1];
+        if last == b':' {
+            let mut k = 0;
+            while k < m && json[i + k] == pattern_byte(key, k) {
+                k += 1;
             }
-            if j == key.len() {
-                return i + 3 + key.len();
+            if k == m {
+                return i + m;
             }
         }
-        i += 1;
+        i += shift[last as usize];
     }
     panic!("a key is missing from the golden file")
+}
+
+/// Byte `k` of the pattern `"key":`.
+const fn pattern_byte(key: &[u8], k: usize) -> u8 {
+    if k == 0 || k == key.len() + 1 {
+        b'"'
+    } else if k == key.len() + 2 {
+        b':'
+    } else {
+        key[k - 1]
+    }
 }
 
 const fn skip_spaces(json: &[u8], mut i: usize) -> usize {
@@ -70,7 +98,8 @@ pub const fn number(json: &[u8], i: usize) -> (f64, usize) {
     let (mut mantissa, mut digits, mut exp10, mut fraction) = (0u64, 0, 0i32, false);
     loop {
         let c = json[i];
-        if c.is_ascii_digit() {
+        // Not `is_ascii_digit`: a call per digit.
+        if b'0' <= c && c <= b'9' {
             if digits < 19 {
                 mantissa = mantissa * 10 + (c - b'0') as u64;
                 if mantissa != 0 {
