@@ -63,8 +63,9 @@ echo "--- host C program: golden checks through the static and the shared librar
 # paths in 20 s, and the Cortex-M4F build below is a release build. Without default features,
 # as the Rust tests above build it: what C programs call, link and read back does not depend
 # on the backends compiled in, and the program checks the golden vectors on every backend the
-# library has (`scalar` and `portable` here; the Rust tests compare the x86 backends with
-# them). The default build took 103 more CPU-s (stop 62).
+# library has (`scalar` and `portable` here; the crate's tests compare the x86 backends with
+# `scalar`, and Miri runs the Rust tests above through `avx2`). The default build took 103
+# more CPU-s (stop 62).
 cargo build -p rope2d-capi --no-default-features
 python3 capi/tests/c/gen_golden.py tests/golden "$OUT/golden_cases.h"
 LIB="$CARGO_TARGET_DIR/debug"
