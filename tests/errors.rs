@@ -878,6 +878,20 @@ fn arithmetic_at_the_type_limits() {
             .is_err()
     );
     assert!(untouched(&x));
+    // An empty grid may start anywhere (it rotates nothing): its origin's offset into a
+    // table (`u32::MAX` rows of 8 pairs) overflows a 32-bit `usize`, and must not panic.
+    let spec = preset::rope_vit(16);
+    let mut storage = vec![[0f32; 2]; Table::storage_len(&spec, [2, 2]).unwrap()];
+    let table = Table::build(&mut storage, &spec, [2, 2]).unwrap();
+    for &backend in Backend::ALL {
+        let Ok(table) = table.with_backend(backend) else {
+            continue;
+        };
+        for origin in [[0, u32::MAX], [u32::MAX, 0], [u32::MAX; 2]] {
+            let empty = Grid::new([0, 2]).at(origin);
+            assert_eq!(table.rotate(&mut [0f32; 0], Shape::heads(1), empty, FWD), Ok(()));
+        }
+    }
 }
 
 /// `longrope`'s attention factor follows transformers' `rope_parameters` rule: `factor` when

@@ -45,42 +45,47 @@ macro_rules! pair {
 
 /// Every head's section: `$dir` is `Forward` or `Inverse`. lr points at the frame: the first
 /// entry, the step from a section's end to the next one's start, the last section's start,
-/// the section's bytes (a multiple of 16: four pairs per step).
+/// the section's bytes (a multiple of 16: four pairs per step). The first three are copied to
+/// the stack, which frees lr for the entries (r9, RWPI code's static base, stays untouched).
 macro_rules! heads {
     ($dir:ident, $x:expr, $frame:expr) => {
         // SAFETY: the invariant of `Words` (checked where it is made): the frame describes
         // the sections, one per whole head, each a nonzero multiple of four pairs and rotated
-        // by as many entries as it has pairs; every access is an aligned word inside them.
-        // r4–r11 are saved and restored here (r6 and r7 cannot be operands); the flags and
-        // the DSP Q flag are clobbered, the stack is balanced.
+        // by as many entries as it has pairs; every access is an aligned word inside them or
+        // the three words pushed here. r4–r8, r10 and r11 are saved and restored here (r6 and
+        // r7 cannot be operands); r9, the static base of RWPI code that an interrupt handler
+        // may use, is never written. The flags and the DSP Q flag are clobbered, the stack is
+        // balanced.
         unsafe {
             asm!(
                 ".arch armv7e-m",
-                "push {{r4-r11}}",
-                "mov r12, #0x4000",
+                "push {{r4-r8, r10, r11}}",
+                // [sp] = the first entry, [sp, #4] = the step, [sp, #8] = the last start;
                 // r2 = the entries' end (every head's section ends there).
-                "ldr r1, [lr, #0]",
-                "ldr r2, [lr, #12]",
-                "add r2, r1",
+                "ldm lr, {{r1, r2, r3, r4}}",
+                "push {{r1, r2, r3}}",
+                "add r2, r1, r4",
+                "mov r12, #0x4000",
                 "2:",
-                "ldr r1, [lr, #0]",
+                "ldr r1, [sp, #0]",
                 "1:",
                 "ldm r0, {{r3, r4, r5, r6}}",
-                "ldm r1!, {{r7, r8, r9, r10}}",
+                "ldm r1!, {{r7, r8, r10, lr}}",
                 pair!($dir, "r3", "r7"),
                 pair!($dir, "r4", "r8"),
-                pair!($dir, "r5", "r9"),
-                pair!($dir, "r6", "r10"),
+                pair!($dir, "r5", "r10"),
+                pair!($dir, "r6", "lr"),
                 "stm r0!, {{r3, r4, r5, r6}}",
                 "cmp r1, r2",
                 "bne 1b",
                 // The next head's section.
-                "ldr r3, [lr, #4]",
+                "ldr r3, [sp, #4]",
                 "add r0, r3",
-                "ldr r3, [lr, #8]",
+                "ldr r3, [sp, #8]",
                 "cmp r0, r3",
                 "bls 2b",
-                "pop {{r4-r11}}",
+                "add sp, #12",
+                "pop {{r4-r8, r10, r11}}",
                 inout("r0") $x => _,
                 out("r1") _,
                 out("r2") _,

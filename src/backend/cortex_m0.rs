@@ -76,22 +76,23 @@ macro_rules! q15_heads {
         // `first` to the last one, `bytes` bytes each (a nonzero multiple of 8: two pairs a
         // step), `head_dim` values (`2 · head_dim` bytes) apart, each rotated by the
         // `bytes / 4` entries at `entries`; every access is an aligned word or halfword inside
-        // them. r4–r10 are saved and restored here (r6 and r7 cannot be operands); the flags
-        // are clobbered, the stack is balanced.
+        // them. r4–r8, r10 and r11 are saved and restored here (r6 and r7 cannot be
+        // operands); r9, the static base of RWPI code that an interrupt handler may use, is
+        // never written. The flags are clobbered, the stack is balanced.
         unsafe {
             asm!(
                 "push {{r4, r5, r6, r7}}",
                 "mov r4, r8",
-                "mov r5, r9",
+                "mov r5, r11",
                 "mov r6, r10",
                 "push {{r4, r5, r6}}",
-                // r8 = the entries' end (every head's section ends there), r9 = from a
+                // r8 = the entries' end (every head's section ends there), r11 = from a
                 // section's end to the next one's start (stride − bytes), r10 = the last
                 // section's start, r12 = the first entry, r2 = 0 (the rounding's carry is
                 // added with it).
                 "ldr r4, [r3, #0]",
                 "subs r4, r4, r2",
-                "mov r9, r4",
+                "mov r11, r4",
                 "ldr r4, [r3, #4]",
                 "mov r10, r4",
                 "adds r4, r1, r2",
@@ -106,12 +107,12 @@ macro_rules! q15_heads {
                 "cmp r1, r8",
                 "bne 1b",
                 // The next head's section.
-                "add r0, r9",
+                "add r0, r11",
                 "cmp r0, r10",
                 "bls 2b",
                 "pop {{r4, r5, r6}}",
                 "mov r8, r4",
-                "mov r9, r5",
+                "mov r11, r5",
                 "mov r10, r6",
                 "pop {{r4, r5, r6, r7}}",
                 inout("r0") $x => _,

@@ -534,7 +534,7 @@ impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
         let varying_table = self
             .tables
             .get(last)
-            .and_then(|table| table.get(origin[last] as usize * width..))
+            .and_then(|table| table.get((origin[last] as usize).checked_mul(width)?..))
             .unwrap_or(&[]);
         // Row kernels: when the varying run of every token of a line fits one more row (after
         // the kernel's `lead`), it is prepared once for the whole grid (every line has the

@@ -29,8 +29,8 @@ use core::arch::aarch64::{
 };
 
 use core::arch::aarch64::{
-    vcombine_u16, vld1q_u32, vshlq_n_u32, vshrn_n_u32, vsriq_n_u32, vst1_s8, vst1q_s16, vst1q_u16,
-    vst1q_u32,
+    vcombine_u16, vld1q_u16, vreinterpretq_u16_u32, vreinterpretq_u32_u16, vshlq_n_u32,
+    vshrn_n_u32, vsriq_n_u32, vst1_s8, vst1q_s16, vst1q_u16,
 };
 
 use super::simd::{Bf16Pairs, Simd, Stored, Vector};
@@ -70,7 +70,8 @@ pub(crate) fn fuses<E: Element>(ratio: f32) -> bool {
 
 super::simd::staging!(V, features = "neon", available = is_available());
 
-// Interleaved bf16 pairs: split by a shift and a mask, merged by one `sri`.
+// Interleaved bf16 pairs: split by a shift and a mask, merged by one `sri`. Loaded and stored
+// as `u16` lanes (`p` need only be 2-byte aligned), reinterpreted as words.
 // SAFETY: NEON (available: see `V`); `2·LANES` bf16 (16 bytes) readable or writable at `p`
 // (the trait's contract).
 unsafe impl Bf16Pairs for V {
@@ -78,7 +79,7 @@ unsafe impl Bf16Pairs for V {
     unsafe fn load_bf16_pairs(p: *const u16) -> (Self, Self) {
         // SAFETY: as stated on the impl: `2·LANES` bf16 (16 bytes) readable at `p`.
         unsafe {
-            let w = vld1q_u32(p.cast());
+            let w = vreinterpretq_u32_u16(vld1q_u16(p));
             let first = vshlq_n_u32::<16>(w);
             let second = vandq_u32(w, vdupq_n_u32(0xFFFF_0000));
             (
@@ -95,7 +96,7 @@ unsafe impl Bf16Pairs for V {
         unsafe {
             // The second element's rounded high half, the first's shifted into the low half.
             let words = vsriq_n_u32::<16>(bf16_nearest_even(b.0), bf16_nearest_even(a.0));
-            vst1q_u32(p.cast(), words);
+            vst1q_u16(p, vreinterpretq_u16_u32(words));
         }
     }
 }
