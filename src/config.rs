@@ -27,12 +27,15 @@ pub enum Coords {
     /// The index itself: `i`.
     Index,
     /// Rescaled to the extent the model was trained on (EVA-02 / timm `ref_feat_shape`):
-    /// `i · reference / n`, evaluated exactly.
+    /// `i · reference / n`, as `i · reference` times a fixed-point `1 / n`: a phase within
+    /// `|angle| · 2⁻⁴⁷ + |coordinate| · 2⁻⁴⁵` radians of the exact one (under 1e-8 rad for
+    /// angles up to 10⁶ and coordinates up to 10⁵).
     Rescale {
         /// The axis' extent in the reference grid; non-zero.
         reference: u32,
     },
-    /// Centred in (−1, 1) (DINOv3): `2 · (i + 0.5) / n − 1`, evaluated exactly.
+    /// Centred in (−1, 1) (DINOv3): `2 · (i + 0.5) / n − 1`, as
+    /// [`Rescale`](Self::Rescale) is evaluated (its phase bound too).
     Centered,
     /// `torch.linspace(start, stop, n)` in `f32` as torch computes it (CogVideoX's crop
     /// grids): `step = fl((stop − start) / (n − 1))`, value `fl(start + fl(i · step))` for

@@ -32,7 +32,7 @@ impl Element for i8 {}
 /// The quantisation of an integer buffer: a stored value `q` means `q · input` before the
 /// rotation, and an output value `v` is stored as `round(v / output)`, saturated to the type's
 /// range. Q15 (`i16`, scale 2⁻¹⁵ both ways) and Q7 (`i8`, 2⁻⁷) are [`Scales::SAME`]: the
-/// default of [`Shape`](crate::Shape).
+/// default of [`Shape`](crate::Shape); equal input and output scales give the same result.
 ///
 /// Supported: `input` and `output` finite and positive, with `input / output` between 2⁻⁶⁴
 /// and 2⁶⁴ (any ratio a model's requantisation uses; outputs beyond the type's range
@@ -60,11 +60,19 @@ impl Scales {
         output: 1.0,
     };
 
-    /// Whether these are [`SAME`](Self::SAME), compared as bits: the check of a Q15 table (on
-    /// a core without an FPU) links no float routine.
+    /// Whether these are [`SAME`](Self::SAME), compared as bits.
     pub(crate) fn is_same(self) -> bool {
         let one = 1f32.to_bits();
         self.input.to_bits() == one && self.output.to_bits() == one
+    }
+
+    /// Whether input and output are one finite positive scale (a ratio of exactly 1: the
+    /// result of [`SAME`](Self::SAME)), compared as bits: the check of a Q15 table (on a core
+    /// without an FPU) links no float routine.
+    pub(crate) fn is_unit_ratio(self) -> bool {
+        let (input, output) = (self.input.to_bits(), self.output.to_bits());
+        // Below the bits of +∞: the sign clear and the value finite.
+        input == output && input != 0 && input < f32::INFINITY.to_bits()
     }
 
     /// `input / output`, the factor between a stored input and a stored output, checked.

@@ -111,7 +111,7 @@ pub enum Error {
     /// table construction (whose divisions use 16-bit digits, so that a 32-bit core needs no
     /// 64-bit division routine): a frequency denominator (the pairs of a section, or of the
     /// whole plan, see [`FreqIndex`](crate::FreqIndex)) above 65 535 — for 1-D RoPE a head
-    /// dimension above 131 070 — or, with [`Coords::Rescale`](crate::Coords::Rescale) or
+    /// dimension above 131 071 — or, with [`Coords::Rescale`](crate::Coords::Rescale) or
     /// [`Coords::Centered`](crate::Coords::Centered), an extent above 65 535.
     ShapeOverflow,
     /// The chosen [`Backend`](crate::Backend) cannot run on this CPU.
@@ -125,8 +125,8 @@ pub enum Error {
     /// buffers take no scales ([`Scales`](crate::Scales)).
     InvalidScales,
     /// What a Q15 table ([`Q15Table`](crate::Q15Table)) does not do in fixed point: a buffer
-    /// other than `i16` or `i8`, [`Scales`](crate::Scales) other than `SAME`, or a spec
-    /// whose `mscale` is not 1.
+    /// other than `i16` or `i8`, [`Scales`](crate::Scales) whose input and output differ (or
+    /// are not finite and positive), or a spec whose `mscale` is not 1.
     FixedPoint,
 }
 
@@ -205,7 +205,7 @@ impl fmt::Display for Error {
                 "scales must be finite and positive with a ratio in [2^-64, 2^64], on integer buffers only",
             ),
             Self::FixedPoint => f.write_str(
-                "a Q15 table rotates i16 and i8 buffers at Scales::SAME, for an mscale of 1",
+                "a Q15 table rotates i16 and i8 buffers at one scale in and out, for an mscale of 1",
             ),
             Self::TableCoords => {
                 f.write_str("tableless rotation takes coordinates as they are: use Coords::Index")

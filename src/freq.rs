@@ -120,10 +120,29 @@ fn decode_base(base: f64, freq_scale: f64) -> Result<(math::Decoded, u128), Erro
     Ok((base, scale.0.unsigned_abs()))
 }
 
-/// Checks [`Freqs::Base`]'s parameters.
+/// Checks [`Freqs::Base`]'s parameters for `assign`'s pairs: the base and scale, and each
+/// denominator `n` of the exponents `e / n` (a section's pairs with per-section indices,
+/// else every pair's) below 2¹⁶, the limit of [`math::div_u128`]'s 16-bit digits.
 #[inline(always)]
-pub(crate) fn check_base(base: f64, freq_scale: f64) -> Result<(), Error> {
-    decode_base(base, freq_scale).map(|_| ())
+pub(crate) fn check_base<const A: usize>(
+    base: f64,
+    freq_scale: f64,
+    assign: Assign<'_, A>,
+) -> Result<(), Error> {
+    decode_base(base, freq_scale)?;
+    let largest = match assign {
+        Assign::Sections(s) if s.index == FreqIndex::PerSection => s
+            .sections
+            .iter()
+            .map(|section| section.pairs)
+            .max()
+            .unwrap_or(0),
+        _ => assign.pairs(),
+    };
+    if largest >> 16 != 0 {
+        return Err(Error::ShapeOverflow);
+    }
+    Ok(())
 }
 
 /// A group of consecutive pairs whose frequency indices run `e = e0 + stride · j` over one
@@ -370,8 +389,30 @@ impl RationalMap {
         }))
     }
 
+    /// The phase of cell 0's coordinate times `f` (turns, `2^64` = one turn) and the step
+    /// from one cell to the next. Phases are integer multiples of the frequency per unit of
+    /// the numerator `a·i + b` taken modulo one turn (2^64), so its low 64 bits are all they
+    /// need: exact for index coordinates. Divided by `q` (rescaled and centred coordinates)
+    /// through `2^64 / q` rounded down, the frequency per unit is up to `2·|f| + 1` units
+    /// (2⁻⁶⁴ turn; `|f|` in turns) low, so a coordinate `x`'s phase is within
+    /// `|a·i + b| · (2·|f| + 1)` units of the exact one: below `|angle| · 2⁻⁴⁷ + |x| · 2⁻⁴⁵`
+    /// radians (`q < 2¹⁶`), under 1e-8 for angles up to 10⁶ radians and coordinates up to
+    /// 10⁵, beyond every model's tables.
+    #[inline(always)]
+    fn steps(self, f: Turns) -> (u64, u64) {
+        let per_unit = match self.reciprocal {
+            None => f.0 as u64,
+            Some(r) => math::mul_q64_low(f, r),
+        };
+        (
+            (self.b as u64).wrapping_mul(per_unit),
+            (self.a as u64).wrapping_mul(per_unit),
+        )
+    }
+
     /// Fills entry `column` of every row (`width` entries each) of `out` with
-    /// `mscale · [cos, sin]` of row `i`'s coordinate times `f`: one phase step per row.
+    /// `mscale · [cos, sin]` of row `i`'s coordinate times `f`: one phase step per row
+    /// ([`steps`](Self::steps)).
     #[inline(always)]
     fn fill_column<T: TableEntry>(
         self,
@@ -384,14 +425,7 @@ impl RationalMap {
         if width == 0 {
             return;
         }
-        // Phases are integer multiples of the frequency per unit taken modulo one turn
-        // (2^64), so its low 64 bits are all they need.
-        let per_unit = match self.reciprocal {
-            None => f.0 as u64,
-            Some(r) => math::mul_q64_low(f, r),
-        };
-        let mut phase = (self.b as u64).wrapping_mul(per_unit);
-        let step = (self.a as u64).wrapping_mul(per_unit);
+        let (mut phase, step) = self.steps(f);
         for row in out.chunks_exact_mut(width) {
             if let Some(entry) = row.get_mut(column) {
                 *entry = T::at_phase(phase, mscale);
@@ -647,4 +681,66 @@ fn fill_general<const A: usize, T: TableEntry>(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `floor((a·i + b) · f / q)` modulo one turn, in wide integers.
+    fn exact_phase(map: RationalMap, f: Turns, i: i64) -> u64 {
+        let q = i128::from(map.q);
+        let c = i128::from(map.a * i + map.b);
+        // f modulo q · 2^64 (below 2^80): the phase modulo 2^64 is the same.
+        let reduced = f.0.rem_euclid(q << 64);
+        (c * reduced).div_euclid(q) as u64
+    }
+
+    /// The phase steps of rescaled and centred coordinates against the bound `steps` states:
+    /// cell `i`'s phase within `|a·i + b| · (2·|f| + 1)` units (2⁻⁶⁴ turn) of the exact one,
+    /// for frequencies of either sign and any reference; exact for index coordinates.
+    #[test]
+    fn rational_phases_stay_within_their_bound() {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        // Miri is ~1000× slower: a few cases there.
+        let (cases, cells) = if cfg!(miri) { (9, 64) } else { (600, 1 << 10) };
+        for case in 0..cases {
+            let n = 1 + (next() % 0xFFFF) as usize;
+            let coords = match case % 3 {
+                0 => Coords::Index,
+                1 => Coords::Rescale {
+                    reference: [1, 16, 1_000_000, u32::MAX][case / 3 % 4],
+                },
+                _ => Coords::Centered,
+            };
+            let map = RationalMap::new(coords, n).unwrap().unwrap();
+            // Below 2^16 turns a unit, so that the bound stays below 2^63 units.
+            let magnitude = (u128::from(next()) << 64 | u128::from(next())) >> (48 + case % 64);
+            for f in [Turns(magnitude as i128), Turns(-(magnitude as i128))] {
+                let turns = (magnitude >> 64) as u64;
+                let (mut phase, step) = map.steps(f);
+                for i in 0..cells {
+                    let exact = exact_phase(map, f, i);
+                    let off = (exact.wrapping_sub(phase) as i64).unsigned_abs();
+                    let numerator = (map.a * i + map.b).unsigned_abs();
+                    let bound = if map.q == 1 {
+                        0
+                    } else {
+                        numerator * (2 * turns + 2)
+                    };
+                    assert!(
+                        off <= bound,
+                        "{map:?} {f:?} cell {i}: {off} > {bound} units"
+                    );
+                    phase = phase.wrapping_add(step);
+                }
+            }
+        }
+    }
 }

@@ -107,7 +107,10 @@
 //!
 //! - every table entry is within 1.2e-7 of the `f64` `cos`/`sin` of the exact angle (times
 //!   `mscale`), at any position (65 535, 131 071, 2²⁴, 2³⁰ alike) — float32 reference code is
-//!   1e-3 off at 65 535 and 9e-3 at 131 071;
+//!   1e-3 off at 65 535 and 9e-3 at 131 071 (rescaled and centred coordinates divide in
+//!   fixed point: their angles are within `|angle| · 2⁻⁴⁷ + |coordinate| · 2⁻⁴⁵` radians, so
+//!   the bound holds for angles up to 10⁶ radians and coordinates up to 10⁵, beyond every
+//!   model's);
 //! - rotated outputs are within 4e-6 of a float64 evaluation on every golden file, and within
 //!   the golden format's compatibility bound of the reference implementations' float32 outputs.
 //!

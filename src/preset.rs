@@ -140,7 +140,8 @@ pub const fn qwen2_vl_vision(head_dim: usize, theta: f64) -> Spec<'static, 2> {
 /// The Qwen2-VL vision tower's token order for an image or video of `grid_thw` patches:
 /// `spatial_merge_size × spatial_merge_size` windows, once per frame. Not Qwen2.5-VL's, which
 /// groups these windows again into windows of 8×8 patches (`window_index`): for it, pass the
-/// positions in that order as an explicit `&[[u32; 2]]` list.
+/// positions in that order as an explicit `&[[u32; 2]]` list. A `spatial_merge_size` of 0 is
+/// refused by the rotation ([`Error::EmptyTable`]).
 pub const fn qwen2_vl_vision_positions(
     grid_thw: [usize; 3],
     spatial_merge_size: usize,
@@ -434,18 +435,22 @@ const fn after(start: u32, n: usize) -> u32 {
 
 /// An M-RoPE image or video of `grid_thw` patches merged by `spatial_merge_size`, its tokens
 /// at `start + (t, row, col)` over the merged grid, and the position after it
-/// (`start + max(t, rows, cols)`, saturated at `u32::MAX`): `get_rope_index`'s rule.
+/// (`start + max(t, rows, cols)`, saturated at `u32::MAX`): `get_rope_index`'s rule. A
+/// `spatial_merge_size` of 0 gives a piece every rotation refuses ([`Error::EmptyTable`], as
+/// a zero window of [`qwen2_vl_vision_positions`] is).
 pub const fn mrope_image(
     start: u32,
     grid_thw: [usize; 3],
     spatial_merge_size: usize,
 ) -> (Piece<3>, u32) {
-    let m = if spatial_merge_size == 0 {
-        1
-    } else {
-        spatial_merge_size
+    let Some(extents) = merged(grid_thw, spatial_merge_size) else {
+        let refused = Piece::Windows {
+            grid: Grid::new(grid_thw).at([start; 3]),
+            window: 0,
+            repeat: 1,
+        };
+        return (refused, start);
     };
-    let extents = [grid_thw[0], grid_thw[1] / m, grid_thw[2] / m];
     let mut span = extents[0];
     if extents[1] > span {
         span = extents[1];
@@ -460,6 +465,14 @@ pub const fn mrope_image(
         },
         after(start, span),
     )
+}
+
+/// `grid_thw`'s patches merged by `m × m` (the last two axes divided by `m`), if `m` is not 0.
+const fn merged(grid_thw: [usize; 3], m: usize) -> Option<[usize; 3]> {
+    match (grid_thw[1].checked_div(m), grid_thw[2].checked_div(m)) {
+        (Some(rows), Some(cols)) => Some([grid_thw[0], rows, cols]),
+        _ => None,
+    }
 }
 
 /// The M-RoPE positions of `text_before` text tokens, one image (`grid_thw`, merged by
@@ -584,8 +597,8 @@ impl HfRope<'_> {
     /// Errors: [`Error::FrequencyLength`] for a storage or a factor list (`longrope`: either
     /// one) of another length,
     /// [`Error::InvalidBase`], [`Error::InvalidFrequency`] (a non-finite, non-positive or
-    /// out-of-range parameter or result), [`Error::InvalidMscale`] (an attention factor that
-    /// is not a positive finite `f32`), [`Error::RotaryDim`]. `storage` is untouched on
+    /// out-of-range parameter or result), [`Error::InvalidMscale`] (an attention factor, given
+    /// or computed, that is not a positive finite `f32`), [`Error::RotaryDim`]. `storage` is untouched on
     /// error.
     pub fn spec<'s>(&self, seq_len: usize, storage: &'s mut [f64]) -> Result<Spec<'s, 1>, Error> {
         let pairs = self.pairs();
@@ -768,10 +781,10 @@ impl HfRope<'_> {
             }
             _ => {}
         }
-        let attention = positive(attention)?;
-        // The attention factor becomes the f32 `mscale`: it must stay finite and non-zero there.
+        // The attention factor becomes the f32 `mscale`: it must be positive and stay finite
+        // and non-zero there.
         let mscale = attention as f32;
-        if !(mscale.is_finite() && mscale > 0.0) {
+        if !(attention > 0.0 && mscale.is_finite() && mscale > 0.0) {
             return Err(Error::InvalidMscale);
         }
         for k in 0..pairs {

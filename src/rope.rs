@@ -55,8 +55,8 @@ pub type Table<'a, const A: usize, P = Sections<A>> = Rope<A, TableAngles<'a, A,
 ///   most 2.5 LSB at full scale (`i8`: the rounding's 0.5 LSB). RoPE-Mixed's summed angles
 ///   are rounded once more (`ε ≤ 2.5`). Asserted by `tests/suite/q15.rs` for every plan.
 /// - Buffers are rotated in their own scale: [`Shape`]'s scales must be
-///   [`Scales::SAME`], the spec's `mscale` 1, and the buffer `i16` or `i8`
-///   ([`Error::FixedPoint`] otherwise). Every backend gives the same bits: the scalar
+///   [`Scales::SAME`] (or any one finite positive scale in and out), the spec's `mscale` 1,
+///   and the buffer `i16` or `i8` ([`Error::FixedPoint`] otherwise). Every backend gives the same bits: the scalar
 ///   kernel's integer arithmetic, its pair loop in integer vectors on `avx2` (256-bit
 ///   `vpmaddwd`), `avx512` (512-bit, with AVX-512BW) and `neon` (`smull`, `sqrshrn`).
 ///
@@ -266,7 +266,7 @@ impl<const A: usize, P: Plan<A>> sealed::SourceImpl<A> for TableAngles<'_, A, P,
     /// links no float routine.
     #[inline(always)]
     fn ratio<E: Element>(scales: Scales) -> Result<f32, Error> {
-        if scales.is_same() && matches!(E::FORMAT, Format::I16 | Format::I8) {
+        if scales.is_unit_ratio() && matches!(E::FORMAT, Format::I16 | Format::I8) {
             Ok(1.0)
         } else {
             Err(Error::FixedPoint)
@@ -559,7 +559,8 @@ impl<const A: usize, S: Source<A>> Rope<A, S> {
     /// Errors: those of `rotate`; [`Error::InvalidScales`] when `scales` does not hold one
     /// entry per head, when `shape` has scales of its own, or when an entry is not supported
     /// for `E` (floats take only [`Scales::SAME`]); on a [`Q15Table`], [`Error::FixedPoint`]
-    /// for any entry other than [`Scales::SAME`]. Nothing is written on error.
+    /// for any entry whose input and output scales differ (or are not finite and positive).
+    /// Nothing is written on error.
     pub fn rotate_with_head_scales<E: Element, Po: Positions<A>>(
         &self,
         x: &mut [E],
@@ -592,7 +593,10 @@ impl<const A: usize, S: Source<A>> Rope<A, S> {
     ///
     /// Errors: [`Error::HeadLength`], [`Error::PositionOutOfRange`]; [`Error::HeadCount`] for
     /// RoPE-Mixed with more than one head (its frequencies differ per head: rotate whole
-    /// tokens with [`rotate_at`](Self::rotate_at)).
+    /// tokens with [`rotate_at`](Self::rotate_at)); [`Error::FixedPoint`] (a [`Q15Table`] on
+    /// anything but `i16` / `i8`, or a spec whose `mscale` is not 1); [`Error::ShapeOverflow`]
+    /// when the head is staged (an integer head whose spec's `mscale` is above 2¹⁴) and holds
+    /// more than 4 096 values, 512 on bare metal. Nothing is written on error.
     pub fn rotate_head<E: Element>(
         &self,
         head: &mut [E],
@@ -759,7 +763,9 @@ impl<'a, const A: usize, P: Plan<A>, T: TableEntry> Rope<A, TableAngles<'a, A, P
     /// Builds the tables of `spec` for coordinates `0 .. extents[a]` on each axis into
     /// `storage` (exactly [`storage_len`](Self::storage_len) entries), without any `f64`
     /// arithmetic: axis 0's table first, each row's entries in pair order. Q15 entries
-    /// (`[i16; 2]`, [`Q15Table`]) are computed with integer arithmetic only.
+    /// (`[i16; 2]`, [`Q15Table`]) are computed with integer arithmetic only, unless the spec
+    /// asks for [`AnglePrecision::Float32`](crate::AnglePrecision::Float32) angles or
+    /// [`Coords::Linspace`] coordinates (`f32` values by definition).
     ///
     /// Errors: those of [`storage_len`](Self::storage_len), [`Error::StorageLength`]; beyond
     /// 65 535 on an axis with rescaled or centred coordinates, [`Error::ShapeOverflow`]; for

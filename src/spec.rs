@@ -305,7 +305,7 @@ impl<'f, const A: usize, P: Plan<A>> Spec<'f, A, P> {
             }
             (Freqs::Learned(_), _) | (_, Assign::Summed(_)) => return Err(Error::PlanMismatch),
             (Freqs::Base { base, freq_scale }, _) => {
-                crate::freq::check_base(base, freq_scale)?;
+                crate::freq::check_base(base, freq_scale, assign)?;
             }
             (Freqs::Explicit(values), _) => {
                 if values.len() != pairs {

@@ -356,7 +356,24 @@ fn rotation_errors_leave_buffers_untouched() {
         table.rotate(&mut w, Shape::heads(2), &windows[..], FWD),
         Err(Error::EmptyTable)
     );
+    // The presets' merge size of 0 is that window.
+    let windows = preset::qwen2_vl_vision_positions([1, 2, 2], 0);
+    assert_eq!(
+        table.rotate(&mut w, Shape::heads(2), &windows[..], FWD),
+        Err(Error::EmptyTable)
+    );
     assert!(untouched(&x) && untouched(&y) && untouched(&w));
+    let spec = preset::qwen2_vl_mrope(16, 10_000.0, [2, 3, 3]);
+    let mut storage = vec![[0f32; 2]; Table::storage_len(&spec, [8; 3]).unwrap()];
+    let mrope = Table::build(&mut storage, &spec, [8; 3]).unwrap();
+    let (image, next) = preset::mrope_image(1, [1, 4, 4], 0);
+    assert_eq!(next, 1);
+    let mut m = buffer(16 * 16);
+    assert_eq!(
+        mrope.rotate(&mut m, Shape::heads(1), &[image][..], FWD),
+        Err(Error::EmptyTable)
+    );
+    assert!(untouched(&m));
     // q and k: neither is touched unless both are valid.
     let (mut q, mut k) = (buffer(12 * token), buffer(12 * token - 1));
     assert_eq!(
@@ -631,8 +648,8 @@ fn hf_errors() {
         ..hf
     };
     assert_eq!(theta.spec(10, &mut freqs).err(), Some(Error::InvalidBase));
-    // Attention factors that are positive in f64 but not as the f32 mscale.
-    for attention_factor in [1e300, 1e-300, -1.0, f64::NAN] {
+    // Attention factors that are not a positive finite f32 mscale, in f64 or only as f32.
+    for attention_factor in [1e300, 1e-300, 0.0, -1.0, f64::NAN, f64::INFINITY] {
         let yarn = HfRope {
             scaling: HfScaling::Yarn {
                 factor: 4.0,
@@ -646,14 +663,9 @@ fn hf_errors() {
             },
             ..hf
         };
-        let want = if attention_factor > 0.0 {
-            Error::InvalidMscale
-        } else {
-            Error::InvalidFrequency
-        };
         assert_eq!(
             yarn.spec(10, &mut freqs).err(),
-            Some(want),
+            Some(Error::InvalidMscale),
             "{attention_factor}"
         );
     }
@@ -796,6 +808,30 @@ fn construction_limits() {
         Direct::new(&preset::llama(2 * 65_536)).err(),
         Some(Error::ShapeOverflow)
     );
+    // `Spec::check` and `storage_len` say so before any table or `Direct` is made; heads of
+    // 131 071 (1-D) and 262 143 values (axial) rotate 65 535 pairs a section.
+    let expected = |ok| {
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::ShapeOverflow)
+        }
+    };
+    for (spec, ok) in [
+        (preset::rope_vit(4 * 65_535 + 3), true),
+        (preset::rope_vit(4 * 65_536), false),
+    ] {
+        assert_eq!(spec.check(), expected(ok), "{}", spec.head_dim);
+        assert_eq!(Table::storage_len(&spec, [1, 1]).err(), expected(ok).err());
+    }
+    for (spec, ok) in [
+        (preset::llama(2 * 65_535 + 1), true),
+        (preset::llama(2 * 65_536), false),
+    ] {
+        assert_eq!(spec.check(), expected(ok), "{}", spec.head_dim);
+        assert_eq!(Table::storage_len(&spec, [1]).err(), expected(ok).err());
+        assert_eq!(Direct::new(&spec).err(), expected(ok).err());
+    }
     if cfg!(miri) {
         return;
     }
@@ -889,7 +925,10 @@ fn arithmetic_at_the_type_limits() {
         };
         for origin in [[0, u32::MAX], [u32::MAX, 0], [u32::MAX; 2]] {
             let empty = Grid::new([0, 2]).at(origin);
-            assert_eq!(table.rotate(&mut [0f32; 0], Shape::heads(1), empty, FWD), Ok(()));
+            assert_eq!(
+                table.rotate(&mut [0f32; 0], Shape::heads(1), empty, FWD),
+                Ok(())
+            );
         }
     }
 }

@@ -53,8 +53,9 @@ typedef struct rope2d_shape {
   // Leading tokens that are not rotated.
   size_t prefix;
   // `int16_t` / `int8_t` buffers (`rope2d_rotate_elem`): a stored `q` means
-  // `q · input_scale`; outputs are stored as `round(v / output_scale)`, saturated. Both 0:
-  // the same scale in and out (Q15, Q7). Must be 0 for float buffers.
+  // `q · input_scale`; outputs are stored as `round(v / output_scale)`, saturated. Both 0
+  // (a zeroed struct) or both 1: the same scale in and out (Q15, Q7), the only scales of
+  // float buffers. (A `rope2d_scales` entry has no such 0: `{1, 1}` there.)
   float input_scale;
   // See `input_scale`.
   float output_scale;
@@ -66,8 +67,9 @@ typedef uint32_t rope2d_direction;
 // The element type of a buffer (`rope2d_rotate_elem`, `rope2d_rotate_at_elem`).
 typedef uint32_t rope2d_elem;
 
-// One head's scales (`rope2d_rotate_head_scales`): a stored `q` means `q · input`; outputs
-// are stored as `round(v / output)`, saturated. `{1, 1}`: the same scale in and out.
+// One head's scales (`rope2d_rotate_with_head_scales`): a stored `q` means `q · input`; outputs
+// are stored as `round(v / output)`, saturated. `{1, 1}`: the same scale in and out (as is
+// any equal pair on an integer buffer); unlike `rope2d_shape`'s, `{0, 0}` is invalid.
 typedef struct rope2d_scales {
   // The scale of the stored inputs.
   float input;
@@ -92,7 +94,7 @@ typedef struct rope2d_scales {
 // positions list, its position or its per-head scales).
 #define ROPE2D_ERROR_OVERLAP 4
 
-// A handle was not filled by a rope2d function, or a pointer is misaligned for `float`.
+// A handle was not filled by a rope2d function, or a pointer is misaligned for its type.
 #define ROPE2D_ERROR_BAD_HANDLE 5
 
 // The RoPE base must be finite and greater than 1.
@@ -190,7 +192,8 @@ typedef struct rope2d_scales {
 // Exact phase reduction: every table entry within 1.2e-7 of float64 at any position.
 #define ROPE2D_ANGLES_EXACT 0
 
-// Angles rounded like float32 reference code (to reproduce it bit for bit).
+// Angles rounded like float32 reference code: reproduces its outputs, including their drift
+// from the exact rotation, to within a few ulp.
 #define ROPE2D_ANGLES_FLOAT32 1
 
 // `float`.
@@ -423,7 +426,8 @@ rope2d_status rope2d_table_build(const struct rope2d_spec *spec,
                                  struct rope2d_rope *out);
 
 // `rope2d_table_build` in Q15: `[cos, sin]` entries as `int16_t` pairs (32 767 ≈ 1), built
-// with integer arithmetic only, into `storage` (`2 · entries` `int16_t`s, exactly
+// with integer arithmetic only (for `ROPE2D_ANGLES_EXACT` and coordinates other than
+// linspace, which form `float` values), into `storage` (`2 · entries` `int16_t`s, exactly
 // `rope2d_table_storage_len` entries). The rotation `out` takes `ROPE2D_I16` and `ROPE2D_I8`
 // buffers through the `_elem` calls and rotates them in fixed point —
 // `round((a·c − b·s) / 2^15)`, saturated — with no floating point at all (a core without
@@ -510,28 +514,28 @@ rope2d_status rope2d_rotate_at_elem(const struct rope2d_rope *rope,
 // `rope2d_rotate_elem` of an integer buffer quantised per head: head `h` of every token is
 // stored at scale `scales[h].input` and rotated into `scales[h].output` (rounded,
 // saturated; the unrotated prefix requantised likewise). `n_scales` must be `shape.heads`
-// and `shape`'s own scales 0, else `ROPE2D_ERROR_INVALID_SCALES`; float buffers take only
-// `{1, 1}` entries; a Q15 rotation only `{1, 1}` (else `ROPE2D_ERROR_FIXED_POINT`). Nothing
-// is written on error.
+// and `shape`'s own scales 0 (or 1), else `ROPE2D_ERROR_INVALID_SCALES`; float buffers take
+// only `{1, 1}` entries; a Q15 rotation only entries of one finite positive scale in and out
+// (else `ROPE2D_ERROR_FIXED_POINT`). Nothing is written on error.
 //
 // # Safety
 // As `rope2d_rotate_elem`; `scales` null or `n_scales` readable `rope2d_scales`.
-rope2d_status rope2d_rotate_head_scales(const struct rope2d_rope *rope,
-                                        rope2d_elem elem,
-                                        void *x,
-                                        size_t len,
-                                        struct rope2d_shape shape,
-                                        const struct rope2d_scales *scales,
-                                        size_t n_scales,
-                                        const size_t *extents,
-                                        const uint32_t *origin,
-                                        size_t axes,
-                                        rope2d_direction dir);
+rope2d_status rope2d_rotate_with_head_scales(const struct rope2d_rope *rope,
+                                             rope2d_elem elem,
+                                             void *x,
+                                             size_t len,
+                                             struct rope2d_shape shape,
+                                             const struct rope2d_scales *scales,
+                                             size_t n_scales,
+                                             const size_t *extents,
+                                             const uint32_t *origin,
+                                             size_t axes,
+                                             rope2d_direction dir);
 
-// `rope2d_rotate_at_elem` with per-head scales (see `rope2d_rotate_head_scales`).
+// `rope2d_rotate_at_elem` with per-head scales (see `rope2d_rotate_with_head_scales`).
 //
 // # Safety
-// As `rope2d_rotate_at_elem` and `rope2d_rotate_head_scales`.
+// As `rope2d_rotate_at_elem` and `rope2d_rotate_with_head_scales`.
 rope2d_status rope2d_rotate_at_head_scales(const struct rope2d_rope *rope,
                                            rope2d_elem elem,
                                            void *x,

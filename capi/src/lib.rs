@@ -53,7 +53,7 @@ pub const ROPE2D_ERROR_AXES: rope2d_status = 3;
 /// Two buffers that must be distinct overlap (q and k; a buffer and the table storage, its
 /// positions list, its position or its per-head scales).
 pub const ROPE2D_ERROR_OVERLAP: rope2d_status = 4;
-/// A handle was not filled by a rope2d function, or a pointer is misaligned for `float`.
+/// A handle was not filled by a rope2d function, or a pointer is misaligned for its type.
 pub const ROPE2D_ERROR_BAD_HANDLE: rope2d_status = 5;
 /// The RoPE base must be finite and greater than 1.
 pub const ROPE2D_ERROR_INVALID_BASE: rope2d_status = 10;
@@ -131,7 +131,8 @@ pub const ROPE2D_INVERSE: rope2d_direction = 1;
 pub type rope2d_precision = u32;
 /// Exact phase reduction: every table entry within 1.2e-7 of float64 at any position.
 pub const ROPE2D_ANGLES_EXACT: rope2d_precision = 0;
-/// Angles rounded like float32 reference code (to reproduce it bit for bit).
+/// Angles rounded like float32 reference code: reproduces its outputs, including their drift
+/// from the exact rotation, to within a few ulp.
 pub const ROPE2D_ANGLES_FLOAT32: rope2d_precision = 1;
 
 /// The element type of a buffer (`rope2d_rotate_elem`, `rope2d_rotate_at_elem`).
@@ -170,15 +171,17 @@ pub struct rope2d_shape {
     /// Leading tokens that are not rotated.
     pub prefix: usize,
     /// `int16_t` / `int8_t` buffers (`rope2d_rotate_elem`): a stored `q` means
-    /// `q · input_scale`; outputs are stored as `round(v / output_scale)`, saturated. Both 0:
-    /// the same scale in and out (Q15, Q7). Must be 0 for float buffers.
+    /// `q · input_scale`; outputs are stored as `round(v / output_scale)`, saturated. Both 0
+    /// (a zeroed struct) or both 1: the same scale in and out (Q15, Q7), the only scales of
+    /// float buffers. (A `rope2d_scales` entry has no such 0: `{1, 1}` there.)
     pub input_scale: f32,
     /// See `input_scale`.
     pub output_scale: f32,
 }
 
-/// One head's scales (`rope2d_rotate_head_scales`): a stored `q` means `q · input`; outputs
-/// are stored as `round(v / output)`, saturated. `{1, 1}`: the same scale in and out.
+/// One head's scales (`rope2d_rotate_with_head_scales`): a stored `q` means `q · input`; outputs
+/// are stored as `round(v / output)`, saturated. `{1, 1}`: the same scale in and out (as is
+/// any equal pair on an integer buffer); unlike `rope2d_shape`'s, `{0, 0}` is invalid.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct rope2d_scales {
@@ -1110,7 +1113,8 @@ pub unsafe extern "C" fn rope2d_table_build(
 }
 
 /// `rope2d_table_build` in Q15: `[cos, sin]` entries as `int16_t` pairs (32 767 ≈ 1), built
-/// with integer arithmetic only, into `storage` (`2 · entries` `int16_t`s, exactly
+/// with integer arithmetic only (for `ROPE2D_ANGLES_EXACT` and coordinates other than
+/// linspace, which form `float` values), into `storage` (`2 · entries` `int16_t`s, exactly
 /// `rope2d_table_storage_len` entries). The rotation `out` takes `ROPE2D_I16` and `ROPE2D_I8`
 /// buffers through the `_elem` calls and rotates them in fixed point —
 /// `round((a·c − b·s) / 2^15)`, saturated — with no floating point at all (a core without
@@ -1379,7 +1383,7 @@ unsafe fn rotate_any<E: Element, const N: usize>(
         let mut bufs = bufs.into_iter();
         let x = bufs.next().ok_or(ROPE2D_ERROR_NULL_POINTER)?;
         let k = bufs.next();
-        // Per-head scales come with one buffer (`rope2d_rotate_head_scales`), never with
+        // Per-head scales come with one buffer (`rope2d_rotate_with_head_scales`), never with
         // `rope2d_rotate_qk`.
         fn call<E: Element, const A: usize, S: Source<A>, Po: Positions<A>>(
             r: &Rope<A, S>,
@@ -1529,14 +1533,14 @@ pub unsafe extern "C" fn rope2d_rotate_at_elem(
 /// `rope2d_rotate_elem` of an integer buffer quantised per head: head `h` of every token is
 /// stored at scale `scales[h].input` and rotated into `scales[h].output` (rounded,
 /// saturated; the unrotated prefix requantised likewise). `n_scales` must be `shape.heads`
-/// and `shape`'s own scales 0, else `ROPE2D_ERROR_INVALID_SCALES`; float buffers take only
-/// `{1, 1}` entries; a Q15 rotation only `{1, 1}` (else `ROPE2D_ERROR_FIXED_POINT`). Nothing
-/// is written on error.
+/// and `shape`'s own scales 0 (or 1), else `ROPE2D_ERROR_INVALID_SCALES`; float buffers take
+/// only `{1, 1}` entries; a Q15 rotation only entries of one finite positive scale in and out
+/// (else `ROPE2D_ERROR_FIXED_POINT`). Nothing is written on error.
 ///
 /// # Safety
 /// As `rope2d_rotate_elem`; `scales` null or `n_scales` readable `rope2d_scales`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn rope2d_rotate_head_scales(
+pub unsafe extern "C" fn rope2d_rotate_with_head_scales(
     rope: *const rope2d_rope,
     elem: rope2d_elem,
     x: *mut core::ffi::c_void,
@@ -1559,10 +1563,10 @@ pub unsafe extern "C" fn rope2d_rotate_head_scales(
     unsafe { rotate_elem(rope, elem, x, len, shape, Some(scales), at, axes, dir) }
 }
 
-/// `rope2d_rotate_at_elem` with per-head scales (see `rope2d_rotate_head_scales`).
+/// `rope2d_rotate_at_elem` with per-head scales (see `rope2d_rotate_with_head_scales`).
 ///
 /// # Safety
-/// As `rope2d_rotate_at_elem` and `rope2d_rotate_head_scales`.
+/// As `rope2d_rotate_at_elem` and `rope2d_rotate_with_head_scales`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rope2d_rotate_at_head_scales(
     rope: *const rope2d_rope,
@@ -2150,7 +2154,7 @@ mod tests {
             assert_eq!(s, ROPE2D_OK);
             let (p, n) = (grid_x.as_mut_ptr().cast(), grid_x.len());
             let fwd = ROPE2D_FORWARD;
-            let s = rope2d_rotate_head_scales(
+            let s = rope2d_rotate_with_head_scales(
                 &rope,
                 ROPE2D_I16,
                 p,
@@ -2185,7 +2189,7 @@ mod tests {
             let (p, n) = (y.as_mut_ptr().cast(), y.len());
             let null = core::ptr::null();
             let call = |shape, scales, count| {
-                rope2d_rotate_head_scales(
+                rope2d_rotate_with_head_scales(
                     &rope, ROPE2D_I16, p, n, shape, scales, count, e, null, 2, fwd,
                 )
             };
@@ -2208,7 +2212,7 @@ mod tests {
             let s =
                 rope2d_table_build_q15(&spec, e, 2, q15.as_mut_ptr(), q15.len() / 2, &mut q15_rope);
             assert_eq!(s, ROPE2D_OK);
-            let s = rope2d_rotate_head_scales(
+            let s = rope2d_rotate_with_head_scales(
                 &q15_rope,
                 ROPE2D_I16,
                 p,

@@ -2257,7 +2257,8 @@ pub(super) unsafe fn grid_from_entries<V: Stored<E>, E: Element, const N: usize,
         let v = vectors[j];
         if v.axis == last {
             varying |= 1 << j;
-            from[j] = v.at.wrapping_add((origin[last] as usize).wrapping_mul(v.stride));
+            from[j] =
+                v.at.wrapping_add((origin[last] as usize).wrapping_mul(v.stride));
             stride = v.stride;
         }
     }

@@ -622,7 +622,37 @@ fn q15_errors_write_nothing() {
         table.rotate(&mut x, shape, grid, Direction::Forward),
         Err(Error::FixedPoint)
     );
+    // One scale in and out must be finite and positive.
+    let tiny = f32::from_bits(1);
+    for (input, output) in [
+        (0.0, 0.0),
+        (-0.5, -0.5),
+        (f32::INFINITY, f32::INFINITY),
+        (f32::NAN, f32::NAN),
+        (tiny, 2.0 * tiny),
+    ] {
+        let shape = Shape::heads(1).with_scales(input, output);
+        assert_eq!(
+            table.rotate(&mut x, shape, grid, Direction::Forward),
+            Err(Error::FixedPoint),
+            "{input} {output}"
+        );
+    }
     assert!(x.iter().all(|&v| v == 100));
+    // Equal scales are a ratio of 1: `Scales::SAME`'s result, bit for bit.
+    let mut expected = x.clone();
+    table
+        .rotate(&mut expected, Shape::heads(1), grid, Direction::Forward)
+        .unwrap();
+    assert_ne!(expected, x);
+    for scale in [1.0 / 32_768.0, 3.0, f32::MAX, tiny] {
+        let mut y = x.clone();
+        let shape = Shape::heads(1).with_scales(scale, scale);
+        table
+            .rotate(&mut y, shape, grid, Direction::Forward)
+            .unwrap();
+        assert_eq!(y, expected, "{scale}");
+    }
     // The checks every table makes: length, positions.
     assert!(matches!(
         table.rotate(&mut x[1..], Shape::heads(1), grid, Direction::Forward),
@@ -688,8 +718,9 @@ fn fixed_q15_tables_match_runtime_tables() {
     );
 }
 
-/// `rotate_with_head_scales` on a Q15 table: every head at `Scales::SAME` is `rotate`, bit for
-/// bit; any other entry is `Error::FixedPoint`, and nothing is written.
+/// `rotate_with_head_scales` on a Q15 table: every head at `Scales::SAME` (or at one scale in
+/// and out) is `rotate`, bit for bit; any other entry is `Error::FixedPoint`, and nothing is
+/// written.
 #[test]
 fn q15_tables_take_head_scales_of_one() {
     let spec = preset::rope_vit(16);
@@ -704,12 +735,18 @@ fn q15_tables_take_head_scales_of_one() {
     table
         .rotate(&mut expected, shape, grid, Direction::Inverse)
         .unwrap();
-    let mut y = x.clone();
+    let q15 = Scales {
+        input: 1.0 / 32_768.0,
+        output: 1.0 / 32_768.0,
+    };
+    for same in [[Scales::SAME; 2], [q15, Scales::SAME]] {
+        let mut y = x.clone();
+        table
+            .rotate_with_head_scales(&mut y, shape, grid, &same, Direction::Inverse)
+            .unwrap();
+        assert_eq!(y, expected);
+    }
     let same = [Scales::SAME; 2];
-    table
-        .rotate_with_head_scales(&mut y, shape, grid, &same, Direction::Inverse)
-        .unwrap();
-    assert_eq!(y, expected);
     let mut y = x.clone();
     let scaled = [
         Scales::SAME,

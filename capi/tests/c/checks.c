@@ -344,7 +344,7 @@ static void element_checks(void) {
         ok = i8_heads[i] == i8_buf[i];
     }
     report("int8 buffer, per-head scales = the tensor's", ok, s, -1.0f);
-    s = rope2d_rotate_head_scales(&rope, ROPE2D_I8, i8_heads, AXIAL_LEN, shape, heads,
+    s = rope2d_rotate_with_head_scales(&rope, ROPE2D_I8, i8_heads, AXIAL_LEN, shape, heads,
                                   AXIAL_HEADS - 1, axial_extents, NULL, 2, ROPE2D_FORWARD);
     report("error: per-head scales, one per head", s == ROPE2D_ERROR_INVALID_SCALES, ROPE2D_OK,
            -1.0f);
