@@ -52,7 +52,7 @@
 //! | choice | type | values |
 //! | --- | --- | --- |
 //! | which elements pair up | [`Layout`] | `Interleaved` `(v[2k], v[2k+1])`, `Half` `(v[k], v[k+r/2])`, inside a rotary dimension `r ≤ d` |
-//! | which axis rotates each pair | [`Plan`] | [`Sections`] (in any axis order), [`Interleaved`] (Qwen3-VL), [`PerPair`], [`Summed`] (RoPE-Mixed) |
+//! | which axis rotates each pair | [`Plan`] | [`Sections`] (in any axis order), [`InterleavedAxes`] (Qwen3-VL), [`PerPair`], [`Summed`] (RoPE-Mixed) |
 //! | frequencies | [`Freqs`] | `base^(−e/n)` with the index rule [`FreqIndex`], explicit arrays, learned |
 //! | index → coordinate | [`Coords`] | `Index`, `Rescale`, `Centered`, `Linspace` (per axis) |
 //! | magnitude, precision | `mscale`, [`AnglePrecision`] | YaRN / LongRoPE attention factor; exact or float32 angles |
@@ -185,5 +185,5 @@ pub use rope::{
     Direct, DirectAngles, FixedTable, Q15FixedTable, Q15Table, Rope, Source, Table, TableAngles,
 };
 pub use spec::{
-    FreqIndex, Freqs, Interleaved, LearnedFreqs, PerPair, Plan, Section, Sections, Spec, Summed,
+    FreqIndex, Freqs, InterleavedAxes, LearnedFreqs, PerPair, Plan, Section, Sections, Spec, Summed,
 };

@@ -26,7 +26,9 @@ use crate::config::{Coords, Layout};
 use crate::error::Error;
 use crate::math;
 use crate::positions::{Grid, Piece, Run};
-use crate::spec::{FreqIndex, Freqs, Interleaved, LearnedFreqs, Section, Sections, Spec, Summed};
+use crate::spec::{
+    FreqIndex, Freqs, InterleavedAxes, LearnedFreqs, Section, Sections, Spec, Summed,
+};
 
 /// Which grid axis rotates the first half of the pairs of an axial 2-D convention (the other
 /// rotates the second half). Swapping them is the most common porting bug.
@@ -399,11 +401,11 @@ pub const fn qwen3_vl_mrope(
     head_dim: usize,
     rope_theta: f64,
     mrope_section: [usize; 3],
-) -> Spec<'static, 3, Interleaved<3>> {
+) -> Spec<'static, 3, InterleavedAxes<3>> {
     Spec::new(
         head_dim,
         Layout::Half,
-        Interleaved {
+        InterleavedAxes {
             pairs: mrope_section,
         },
         base(rope_theta),

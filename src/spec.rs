@@ -87,7 +87,7 @@ impl<const A: usize> Sections<A> {
 /// (e.g. `[1, 5, 0]`: axis 1 owns pairs 1 and 4 only), and axis 0 the rest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct Interleaved<const A: usize> {
+pub struct InterleavedAxes<const A: usize> {
     /// Pairs per axis.
     pub pairs: [usize; A],
 }
@@ -112,7 +112,7 @@ pub struct Summed {
     pub pairs: usize,
 }
 
-/// How pairs are assigned to axes: [`Sections`], [`Interleaved`], [`PerPair`] or [`Summed`].
+/// How pairs are assigned to axes: [`Sections`], [`InterleavedAxes`], [`PerPair`] or [`Summed`].
 /// Sealed.
 ///
 /// The plan is a type parameter of [`Spec`] and of the tables, so a program links the code of
@@ -120,7 +120,7 @@ pub struct Summed {
 pub trait Plan<const A: usize>: sealed::PlanImpl<A> {}
 
 impl<const A: usize> Plan<A> for Sections<A> {}
-impl<const A: usize> Plan<A> for Interleaved<A> {}
+impl<const A: usize> Plan<A> for InterleavedAxes<A> {}
 impl<const A: usize> Plan<A> for PerPair<'_> {}
 impl Plan<2> for Summed {}
 
@@ -128,7 +128,7 @@ impl Plan<2> for Summed {}
 #[derive(Clone, Copy, Debug)]
 pub enum Assign<'p, const A: usize> {
     Sections(&'p Sections<A>),
-    Interleaved(&'p Interleaved<A>),
+    InterleavedAxes(&'p InterleavedAxes<A>),
     PerPair(&'p [u8]),
     Summed(&'p Summed),
 }
@@ -148,10 +148,10 @@ pub(crate) mod sealed {
             Assign::Sections(self)
         }
     }
-    impl<const A: usize> PlanImpl<A> for Interleaved<A> {
+    impl<const A: usize> PlanImpl<A> for InterleavedAxes<A> {
         #[inline(always)]
         fn assign(&self) -> Assign<'_, A> {
-            Assign::Interleaved(self)
+            Assign::InterleavedAxes(self)
         }
     }
     impl<const A: usize> PlanImpl<A> for PerPair<'_> {
@@ -399,7 +399,7 @@ impl<const A: usize> Iterator for PairAxes<'_, A> {
                 axis
             }
             // Axis a ≥ 1 owns k = a, a + A, … below A·pairs[a]; axis 0 owns the rest.
-            Assign::Interleaved(s) => match k % A {
+            Assign::InterleavedAxes(s) => match k % A {
                 a if a != 0 && k < A * s.pairs.get(a).copied().unwrap_or(0) => a,
                 _ => 0,
             },
@@ -424,7 +424,9 @@ impl<'p, const A: usize> Assign<'p, A> {
                 .sections
                 .iter()
                 .fold(0, |n: usize, s| n.saturating_add(s.pairs)),
-            Assign::Interleaved(s) => s.pairs.iter().fold(0, |n: usize, &p| n.saturating_add(p)),
+            Assign::InterleavedAxes(s) => {
+                s.pairs.iter().fold(0, |n: usize, &p| n.saturating_add(p))
+            }
             Assign::PerPair(axes) => axes.len(),
             Assign::Summed(s) => s.pairs,
         }
@@ -442,7 +444,7 @@ impl<'p, const A: usize> Assign<'p, A> {
                     }
                 }
             }
-            Assign::Interleaved(s) => {
+            Assign::InterleavedAxes(s) => {
                 // Axis a ≥ 1 owns k ≡ a (mod A) below min(P, A·pairs[a]): fewer than
                 // `pairs[a]` when the plan is unbalanced, the rest going to axis 0.
                 let total: usize = s.pairs.iter().sum();
@@ -487,7 +489,7 @@ impl<'p, const A: usize> Assign<'p, A> {
                         .ok_or(Error::ShapeOverflow)?;
                 }
             }
-            Assign::Interleaved(s) => {
+            Assign::InterleavedAxes(s) => {
                 let mut total = 0usize;
                 for &pairs in &s.pairs {
                     total = total.checked_add(pairs).ok_or(Error::ShapeOverflow)?;
@@ -578,10 +580,10 @@ mod tests {
 
     #[test]
     fn interleaved_matches_qwen3_rule() {
-        let plan = Interleaved {
+        let plan = InterleavedAxes {
             pairs: [24, 20, 20],
         };
-        let located = locate_all(Assign::Interleaved(&plan));
+        let located = locate_all(Assign::InterleavedAxes(&plan));
         for (k, &(axis, _)) in located.iter().enumerate() {
             let want = if k % 3 == 1 && k < 60 {
                 1
@@ -593,7 +595,7 @@ mod tests {
             assert_eq!(axis, want, "pair {k}");
         }
         check_columns(&located);
-        assert_eq!(Assign::Interleaved(&plan).widths(), [24, 20, 20]);
+        assert_eq!(Assign::InterleavedAxes(&plan).widths(), [24, 20, 20]);
     }
 
     #[test]
@@ -606,8 +608,8 @@ mod tests {
             ([0, 0, 6], [0, 0, 2, 0, 0, 2]),
             ([2, 1, 3], [0, 1, 2, 0, 0, 2]),
         ] {
-            let plan = Interleaved { pairs };
-            let located = locate_all(Assign::Interleaved(&plan));
+            let plan = InterleavedAxes { pairs };
+            let located = locate_all(Assign::InterleavedAxes(&plan));
             let got: Vec<usize> = located.iter().map(|&(axis, _)| axis).collect();
             assert_eq!(got, axes, "{pairs:?}");
             check_columns(&located);
@@ -615,7 +617,7 @@ mod tests {
             for &axis in &axes {
                 counts[axis] += 1;
             }
-            assert_eq!(Assign::Interleaved(&plan).widths(), counts, "{pairs:?}");
+            assert_eq!(Assign::InterleavedAxes(&plan).widths(), counts, "{pairs:?}");
         }
     }
 

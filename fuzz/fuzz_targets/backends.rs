@@ -48,8 +48,8 @@ use libfuzzer_sys::fuzz_target;
 use rope2d::half::{bf16, f16};
 use rope2d::{
     AnglePrecision, Backend, Coords, Direct, Direction, Element, Error, FreqIndex, Freqs, Grid,
-    Interleaved, Layout, LearnedFreqs, PerPair, Piece, Plan, Rope, Run, Section, Sections, Shape,
-    Source, Spec, Summed, Table,
+    InterleavedAxes, Layout, LearnedFreqs, PerPair, Piece, Plan, Rope, Run, Section, Sections,
+    Shape, Source, Spec, Summed, Table,
 };
 
 type Outcome = core::result::Result<(), Error>;
@@ -533,7 +533,7 @@ fn gathered<const A: usize>(
         }
         let total = pairs.iter().sum();
         let freqs = freqs(u, &mut explicit, total)?;
-        let spec = spec(u, Interleaved { pairs }, total, freqs, table)?;
+        let spec = spec(u, InterleavedAxes { pairs }, total, freqs, table)?;
         rotations(u, backends, &spec, table)
     } else {
         let axes: Vec<u8> = (0..pair_count(u)?)

@@ -43,8 +43,8 @@ use libfuzzer_sys::fuzz_target;
 use rope2d::preset::{HfRope, HfScaling};
 use rope2d::{
     AnglePrecision, Backend, Coords, Direct, Direction, Error, FixedTable, FreqIndex, Freqs, Grid,
-    Interleaved, Layout, LearnedFreqs, PerPair, Piece, Plan, Q15Table, Rope, Run, Scales, Section,
-    Sections, Shape, Source, Spec, Summed, Table,
+    InterleavedAxes, Layout, LearnedFreqs, PerPair, Piece, Plan, Q15Table, Rope, Run, Scales,
+    Section, Sections, Shape, Source, Spec, Summed, Table,
 };
 
 type Outcome<T> = core::result::Result<T, Error>;
@@ -254,7 +254,7 @@ impl<const A: usize> PlanFacts<A> {
         facts
     }
 
-    fn interleaved(plan: &Interleaved<A>) -> Self {
+    fn interleaved(plan: &InterleavedAxes<A>) -> Self {
         let mut facts = Self::new();
         let total = facts.total(plan.pairs.iter().copied());
         if plan.pairs.iter().any(|&p| p.checked_mul(A).is_none()) {
@@ -362,7 +362,7 @@ fn plans<const A: usize>(u: &mut Unstructured<'_>, backend: Backend) -> Result<(
             for p in &mut pairs {
                 *p = pair_count(u)?;
             }
-            let plan = Interleaved { pairs };
+            let plan = InterleavedAxes { pairs };
             let facts = PlanFacts::interleaved(&plan);
             with_freqs(u, backend, plan, &facts)
         }

@@ -108,12 +108,12 @@ impl WordLoop for Armv7emQ15 {
     #[inline(always)]
     fn rotate(words: Words<'_, Self>, dir: Direction) {
         let frame: [u32; 4] = [
-            words.entries as u32,
-            (2 * words.head_dim - 4 * words.n) as u32,
-            words.last as u32,
-            (4 * words.n) as u32,
+            words.entries() as u32,
+            (2 * words.head_dim() - 4 * words.n()) as u32,
+            words.last() as u32,
+            (4 * words.n()) as u32,
         ];
-        let (first, frame) = (words.first, frame.as_ptr());
+        let (first, frame) = (words.first(), frame.as_ptr());
         match dir {
             Direction::Forward => heads!(Forward, first, frame),
             Direction::Inverse => heads!(Inverse, first, frame),

@@ -684,8 +684,10 @@ unsafe impl<const BF16: bool> Bf16Pairs for V<BF16> {
     }
 }
 
-// SAFETY: every arm is AVX-512F (available: see `V`). A buffer of `E` has the layout of the
-// integer type each arm reads (`f16`, `bf16`: `repr(transparent)` over `u16`), and the
+// SAFETY: every arm is AVX-512F (available: see `V`), and `V<true>`'s `bf16` arms also
+// AVX-512 BF16 (`vcvtneps2bf16`) and DQ (`vfpclassps` in `has_subnormal`), which it has only
+// in `run_avx512_bf16`, on CPUs with both. A buffer of `E` has the layout of the integer type
+// each arm reads (`f16`, `bf16`: `repr(transparent)` over `u16`), and the
 // trait's contract makes `LANES` values readable or writable at `p`.
 unsafe impl<E: Element, const BF16: bool> Stored<E> for V<BF16> {
     // Out of line in unoptimised builds: every inlined copy of every arm would take its

@@ -135,9 +135,9 @@ impl WordLoop for Armv6mQ15 {
     /// each, `n` even) by the `n` entries at `entries`.
     #[inline(always)]
     fn rotate(words: Words<'_, Self>, dir: Direction) {
-        let frame: [u32; 2] = [(2 * words.head_dim) as u32, words.last as u32];
-        let (bytes, frame) = ((4 * words.n) as u32, frame.as_ptr());
-        let (first, entries) = (words.first, words.entries);
+        let frame: [u32; 2] = [(2 * words.head_dim()) as u32, words.last() as u32];
+        let (bytes, frame) = ((4 * words.n()) as u32, frame.as_ptr());
+        let (first, entries) = (words.first(), words.entries());
         match dir {
             Direction::Forward => q15_heads!(
                 first,

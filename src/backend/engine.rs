@@ -283,7 +283,7 @@ fn from_tables<const A: usize, Po: Positions<A>, T: TableEntry, K: Kernel<Entry 
                 }
             }
         }
-        Assign::Interleaved(_) | Assign::PerPair(_) => {
+        Assign::InterleavedAxes(_) | Assign::PerPair(_) => {
             // Gather each token's entries pair by pair, in chunks.
             let mut chunk = [T::IDENTITY; CHUNK];
             for (token, position) in Tokens::new(x, token_len).zip(order.iter()) {

@@ -232,6 +232,9 @@ pub(super) unsafe trait Stored<E: Element>: Bf16Pairs {
     /// widened, quieted by the arithmetic, which keeps its payload) or the default NaN. An
     /// arch file may then round with no NaN case: adding `0x7FFF` and the lowest kept bit
     /// leaves such a NaN's top half as it is, and `half`, which quiets a NaN, leaves it too.
+    /// These bounds are of the values stored, not of memory safety (lanes outside them store
+    /// wrong values, within the same `LANES` values); `Rope::check` keeps `mscale` within
+    /// `FUSED_MSCALE_MAX` for every loop that stores this way.
     #[inline(always)]
     unsafe fn store_rotated(self, p: *mut E) {
         // SAFETY: as for `store_values` (caller).
@@ -2580,8 +2583,8 @@ impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
             .min(row_pairs(layout))
             .saturating_sub(first_pair);
         let entries = entries.get(..entries.len().min(room)).unwrap_or(&[]);
-        // SAFETY: `Simd<V>` only runs inside its arch file's `run`, which checked the
-        // instruction set; `first_pair + entries.len() ≤ row_pairs(layout)` (checked above).
+        // SAFETY: `Simd<V>` runs only after its arch file checked the CPU (`run`; its tests
+        // after `is_available`), so the instruction set is available; `first_pair + entries.len() ≤ row_pairs(layout)` (checked above).
         unsafe { prepare::<V>(row, layout, dir, first_pair, entries) }
     }
 
@@ -2665,8 +2668,8 @@ impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
         let shifted = token_sections(table, layout, lead, (first, len));
         with_register_count!(
             register_vectors::<V>(head_dim, form, pairs),
-            // SAFETY: the instruction set is available (`Simd<V>` only runs inside its arch
-            // file's `run`); the heads are exactly `N` vectors; the floats of the row's
+            // SAFETY: the instruction set is available (`Simd<V>` runs only after its arch
+            // file checked the CPU: `run`, or its tests after `is_available`); the heads are exactly `N` vectors; the floats of the row's
             // `pairs` pairs and of the table's `lead + tokens·len` (and the padding after
             // each) are initialised (`Row::pairs`, `line_fits`); `first` and `end` are
             // multiples of a vector (`lead` 0), or the table has a vector's pairs before the
@@ -2726,8 +2729,8 @@ impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
         let pairs = pairing.pairs.min(head_dim / 2);
         with_register_count!(
             register_vectors::<V>(head_dim, form, pairs),
-            // SAFETY: the instruction set is available (`Simd<V>` only runs inside its arch
-            // file's `run`); the heads are exactly `N` vectors, each covered by one run on
+            // SAFETY: the instruction set is available (`Simd<V>` runs only after its arch
+            // file checked the CPU: `run`, or its tests after `is_available`); the heads are exactly `N` vectors, each covered by one run on
             // whole vectors (`entry_vectors`), whose entries of every coordinate up to
             // `last` are inside its table (checked above).
             N => unsafe {
@@ -2783,8 +2786,8 @@ impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
         let pairs = pairing.pairs.min(head_dim / 2);
         with_register_count!(
             register_vectors::<V>(head_dim, form, pairs),
-            // SAFETY: the instruction set is available (`Simd<V>` only runs inside its arch
-            // file's `run`); the heads are exactly `N` vectors, each covered by one run on
+            // SAFETY: the instruction set is available (`Simd<V>` runs only after its arch
+            // file checked the CPU: `run`, or its tests after `is_available`); the heads are exactly `N` vectors, each covered by one run on
             // whole vectors (`entry_vectors`), whose entries of every coordinate of the grid
             // are inside its table, and `x` holds at most the grid's lines (both checked
             // above).
@@ -2874,8 +2877,8 @@ impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
         };
         with_register_count!(
             register_vectors::<V>(head_dim, form, pairs),
-            // SAFETY: the instruction set is available (`Simd<V>` only runs inside its arch
-            // file's `run`); the heads are exactly `N` vectors; the two sections are every
+            // SAFETY: the instruction set is available (`Simd<V>` runs only after its arch
+            // file checked the CPU: `run`, or its tests after `is_available`); the heads are exactly `N` vectors; the two sections are every
             // pair once (`covers`); each table's vectors of a coordinate below its `count`
             // are initialised (`Row::pairs`, `room`).
             N => unsafe {
@@ -2925,8 +2928,8 @@ impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
             let (mut head, mut entry) = (0, 0);
             // Heads run while `x`, `a` and `b` all have room, like scalar's zip of chunks.
             while head + head_dim <= x.len() && entry + pairs <= a.len().min(b.len()) {
-                // SAFETY: `Simd<V>` only runs inside its arch file's `run`, which checked the
-                // instruction set; the head's `2·pairs ≤ d` floats and `pairs` entries of `a`
+                // SAFETY: `Simd<V>` runs only after its arch file checked the CPU (`run`; its
+                // tests after `is_available`), so the instruction set is available; the head's `2·pairs ≤ d` floats and `pairs` entries of `a`
                 // and `b` from `entry` are in range; `pairs` is a multiple of `unit`.
                 unsafe {
                     summed_head::<V, E>(

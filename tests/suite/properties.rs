@@ -378,7 +378,7 @@ enum SpecAny<'f> {
     OneExplicit(Spec<'f, 1>),
     Two(Spec<'static, 2>),
     Three(Spec<'static, 3>),
-    Interleaved(Spec<'static, 3, rope2d::Interleaved<3>>),
+    Interleaved(Spec<'static, 3, rope2d::InterleavedAxes<3>>),
 }
 
 /// Rotates one head at integer `position` (as many axes as the spec has) without a table.
