@@ -332,5 +332,46 @@ mod tests {
                 "{input} / {output}"
             );
         }
+        // The ends of [2⁻⁶⁴, 2⁶⁴] are taken; the next ratios out are not.
+        let above = f32::from_bits(RATIO_MAX.to_bits() + 1);
+        let below = f32::from_bits(RATIO_MIN.to_bits() - 1);
+        for (input, output, ok) in [
+            (RATIO_MAX, 1.0, true),
+            (1.0, RATIO_MAX, true),
+            (above, 1.0, false),
+            (1.0, above, false),
+            (RATIO_MIN, 1.0, true),
+            (below, 1.0, false),
+        ] {
+            let want = if ok {
+                Ok(input / output)
+            } else {
+                Err(Error::InvalidScales)
+            };
+            assert_eq!(
+                Scales { input, output }.ratio::<i16>(),
+                want,
+                "{input} / {output}"
+            );
+        }
+        // One finite positive scale in and out is a unit ratio (a Q15 table's check); zero,
+        // negative, infinite and NaN scales, and unequal ones, are not.
+        for (input, output, unit) in [
+            (1.0, 1.0, true),
+            (3.0e-5, 3.0e-5, true),
+            (f32::MAX, f32::MAX, true),
+            (f32::from_bits(1), f32::from_bits(1), true),
+            (0.0, 0.0, false),
+            (-0.5, -0.5, false),
+            (f32::INFINITY, f32::INFINITY, false),
+            (f32::NAN, f32::NAN, false),
+            (0.5, 0.25, false),
+        ] {
+            assert_eq!(
+                Scales { input, output }.is_unit_ratio(),
+                unit,
+                "{input} {output}"
+            );
+        }
     }
 }

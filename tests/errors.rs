@@ -3,7 +3,8 @@
 
 use rope2d::{
     AnglePrecision, Backend, Coords, Direct, Direction, Error, FixedTable, FreqIndex, Freqs, Grid,
-    Layout, LearnedFreqs, PerPair, Piece, Run, Section, Sections, Shape, Spec, Summed, Table,
+    Layout, LearnedFreqs, PerPair, Piece, Q15Table, Run, Section, Sections, Shape, Spec, Summed,
+    Table,
     preset::{self, HfRope, HfScaling},
 };
 
@@ -232,6 +233,23 @@ fn table_errors_leave_storage_untouched() {
     );
     assert!(FixedTable::<28, 2>::new(&spec, [3, 4]).is_ok());
     assert_eq!(spec.plan.table_len([3, 4]), 28);
+    // An empty axis: every constructor refuses it, storage untouched.
+    let mut storage = vec![[7.0f32; 2]; 16];
+    assert_eq!(
+        Table::build(&mut storage, &spec, [0, 4]).err(),
+        Some(Error::EmptyTable)
+    );
+    assert!(storage.iter().all(|e| *e == [7.0, 7.0]));
+    let mut q15 = vec![[7i16; 2]; 16];
+    assert_eq!(
+        Q15Table::build(&mut q15, &spec, [4, 0]).err(),
+        Some(Error::EmptyTable)
+    );
+    assert!(q15.iter().all(|e| *e == [7, 7]));
+    assert_eq!(
+        FixedTable::<16, 2>::new(&spec, [0, 4]).err(),
+        Some(Error::EmptyTable)
+    );
 }
 
 #[test]
@@ -897,22 +915,32 @@ fn arithmetic_at_the_type_limits() {
     assert_eq!(preset::mrope_text(7, 5).1, 12);
     assert_eq!(preset::mrope_image(u32::MAX - 1, [1, 4, 4], 1).1, u32::MAX);
     assert_eq!(preset::mrope_image(10, [1, 4, 6], 2).1, 13);
-    // A run whose last coordinate passes `u32::MAX` is refused, not wrapped.
+    // A run whose last coordinate passes `u32::MAX` is refused, not wrapped: from 3 by steps
+    // of `u32::MAX`, the second position would wrap to 2, inside the table.
     let spec = preset::llama(8);
     let mut storage = vec![[0f32; 2]; Table::storage_len(&spec, [16]).unwrap()];
     let table = Table::build(&mut storage, &spec, [16]).unwrap();
     let mut x = buffer(2 * 8);
-    let result = table.rotate(&mut x, Shape::heads(1), Run::from([u32::MAX]), FWD);
-    assert!(result.is_err());
+    let wraps = Run {
+        start: [3],
+        step: [u32::MAX],
+    };
+    // Past `u32::MAX`, the error names 2³², the first coordinate no position can hold.
+    let past = |value| {
+        Err(Error::PositionOutOfRange {
+            axis: 0,
+            value,
+            extent: 16,
+        })
+    };
+    let result = table.rotate(&mut x, Shape::heads(1), wraps, FWD);
+    assert_eq!(result, past(1 << 32));
     let pieces = [Piece::Run {
-        run: Run::from([u32::MAX - 1]),
+        run: wraps,
         count: 2,
     }];
-    assert!(
-        table
-            .rotate(&mut x, Shape::heads(1), &pieces[..], FWD)
-            .is_err()
-    );
+    let result = table.rotate(&mut x, Shape::heads(1), &pieces[..], FWD);
+    assert_eq!(result, past(1 << 32));
     assert!(untouched(&x));
     // An empty grid may start anywhere (it rotates nothing): its origin's offset into a
     // table (`u32::MAX` rows of 8 pairs) overflows a 32-bit `usize`, and must not panic.

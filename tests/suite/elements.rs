@@ -582,6 +582,52 @@ fn integer_buffers_at_large_magnitudes() {
     each::<i8>();
 }
 
+/// Heads that are staged — requantised, or integer at an `mscale` above 2¹⁴ — fit the
+/// staging buffer up to 4 096 values (512 on bare metal): at 4 096 they rotate as the `f32`
+/// buffer does, rounded, bit for bit; at 4 098 they are `Error::ShapeOverflow`, untouched.
+#[test]
+fn staged_heads_up_to_the_staging_buffer() {
+    let position: &[[u32; 1]] = &[[70_000]];
+    let forward = Direction::Forward;
+    for (d, fits) in [(4096, true), (4098, false)] {
+        let quiet = preset::llama(d);
+        let loud = preset::llama(d).with_mscale(2e4);
+        let (quiet, loud) = (Direct::new(&quiet).unwrap(), Direct::new(&loud).unwrap());
+        // (the rotation, its shape, the ratio of input to output scale)
+        let cases = [
+            (quiet, Shape::heads(1).with_scales(0.5, 0.25), 2.0),
+            (loud, Shape::heads(1), 1.0),
+        ];
+        let input: Vec<i8> = values(&mut Rng(41), d);
+        for (direct, shape, ratio) in cases {
+            if fits {
+                staged_is_exact(
+                    &input,
+                    ratio,
+                    "a staged head of 4 096 values",
+                    |b, x| {
+                        let direct = direct.with_backend(b).unwrap();
+                        direct.rotate_at(x, shape, position, forward).unwrap()
+                    },
+                    |b, x| {
+                        let direct = direct.with_backend(b).unwrap();
+                        let float = Shape::heads(1);
+                        direct.rotate_at(x, float, position, forward).unwrap()
+                    },
+                );
+                continue;
+            }
+            for backend in backends() {
+                let mut x = input.clone();
+                let direct = direct.with_backend(backend).unwrap();
+                let err = direct.rotate_at(&mut x, shape, position, forward);
+                assert_eq!(err, Err(Error::ShapeOverflow), "{backend:?}, ratio {ratio}");
+                assert_eq!(x, input, "{backend:?}: written on error");
+            }
+        }
+    }
+}
+
 #[test]
 fn element_errors_write_nothing() {
     let spec = preset::rope_vit(16);

@@ -601,6 +601,10 @@ fn q15_errors_write_nothing() {
             actual: n - 1
         })
     );
+    assert!(
+        short.iter().all(|e| *e == [7, 7]),
+        "storage written on error"
+    );
     let table = Q15Table::build(&mut qs, &spec, [4, 4]).unwrap();
     let grid = Grid::new([4, 4]);
     // Float buffers, and integer buffers with scales, are refused.
