@@ -20,7 +20,7 @@ pub(crate) trait WordLoop: Sized {
     /// Rotates every head's section of `words` by its entries.
     fn rotate(words: Words<'_, Self>, dir: Direction);
 
-    /// [`Kernel::rotate_pairs`]: pairs `first_pair .. first_pair + angles.len()` of every
+    /// [`Kernel::rotate_pairs`](super::Kernel::rotate_pairs): pairs `first_pair .. first_pair + angles.len()` of every
     /// whole head of `x` rotated by `angles`; `false`, touching nothing, when [`Words::of`]
     /// finds the case unsupported.
     #[inline(always)]
@@ -42,7 +42,7 @@ pub(crate) trait WordLoop: Sized {
         }
     }
 
-    /// [`Kernel::rotate_line_pairs`]: each token of `line` rotated as
+    /// [`Kernel::rotate_line_pairs`](super::Kernel::rotate_line_pairs): each token of `line` rotated as
     /// [`rotate_pairs`](Self::rotate_pairs) rotates one, its entries `width` apart in `table`;
     /// `false`, touching nothing, when [`Words::line`] declines.
     #[allow(clippy::too_many_arguments)]
@@ -137,7 +137,7 @@ impl<'x, L: WordLoop> Words<'x, L> {
         })
     }
 
-    /// [`Kernel::rotate_line_pairs`]'s sections: those of each token of `line` (`token_len`
+    /// [`Kernel::rotate_line_pairs`](super::Kernel::rotate_line_pairs)'s sections: those of each token of `line` (`token_len`
     /// values each) for its section `(first_pair, len)`, with its entries `width` apart in
     /// `table`. `None` when the first token's sections are
     /// [`Unsupported`](WordSections::Unsupported), a token is not word-aligned (odd `token_len`)
