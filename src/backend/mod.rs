@@ -1,10 +1,11 @@
 //! The backend seam: token loops written once ([`engine`]), generic over a [`Kernel`]; the
-//! SIMD kernels written once too ([`simd`]), over a vector trait.
+//! SIMD kernels written once too (`simd.rs`, on targets with a SIMD backend), over a vector
+//! trait.
 //!
 //! Public entry points validate their whole input, then describe the work as a [`Job`] and
 //! hand it to the selected [`Backend`]. A backend is one file that exposes `run(job)`
 //! (wrapping [`drive`] in its `#[target_feature]` where it has one) and `is_available()`: a
-//! SIMD backend implements [`simd::Vector`] for its registers, the others [`Kernel`]; adding
+//! SIMD backend implements `simd::Vector` for its registers, the others [`Kernel`]; adding
 //! one is that file plus one line in `registry!` below.
 
 mod engine;

@@ -751,7 +751,10 @@ fn large_positions_stay_accurate() {
         for (k, &[c, s]) in entries.iter().enumerate() {
             let angle = pos as f64 * [1.0, 0.5][k];
             let (dc, ds) = (f64::from(c) - angle.cos(), f64::from(s) - angle.sin());
-            assert!(dc.abs().max(ds.abs()) <= 1.2e-7, "row {pos}, pair {k}: {c} {s}");
+            assert!(
+                dc.abs().max(ds.abs()) <= 1.2e-7,
+                "row {pos}, pair {k}: {c} {s}"
+            );
         }
     }
 }
