@@ -205,7 +205,7 @@ impl fmt::Display for Error {
                 "scales must be finite and positive with a ratio in [2^-64, 2^64], on integer buffers only",
             ),
             Self::FixedPoint => f.write_str(
-                "a Q15 table rotates i16 and i8 buffers at one scale in and out, for an mscale of 1",
+                "a Q15 table rotates i16 and i8 buffers at one scale in and out, mscale 1",
             ),
             Self::TableCoords => {
                 f.write_str("tableless rotation takes coordinates as they are: use Coords::Index")

@@ -600,8 +600,8 @@ impl HfRope<'_> {
     /// one) of another length,
     /// [`Error::InvalidBase`], [`Error::InvalidFrequency`] (a non-finite, non-positive or
     /// out-of-range parameter or result), [`Error::InvalidMscale`] (an attention factor, given
-    /// or computed, that is not a positive finite `f32`), [`Error::RotaryDim`]. `storage` is untouched on
-    /// error.
+    /// or computed, that is not a positive finite `f32`), [`Error::RotaryDim`]. `storage` is
+    /// untouched on error.
     pub fn spec<'s>(&self, seq_len: usize, storage: &'s mut [f64]) -> Result<Spec<'s, 1>, Error> {
         let pairs = self.pairs();
         if pairs == 0 {

@@ -56,9 +56,10 @@ pub type Table<'a, const A: usize, P = Sections<A>> = Rope<A, TableAngles<'a, A,
 ///   are rounded once more (`ε ≤ 2.5`). Asserted by `tests/suite/q15.rs` for every plan.
 /// - Buffers are rotated in their own scale: [`Shape`]'s scales must be
 ///   [`Scales::SAME`] (or any one finite positive scale in and out), the spec's `mscale` 1,
-///   and the buffer `i16` or `i8` ([`Error::FixedPoint`] otherwise). Every backend gives the same bits: the scalar
-///   kernel's integer arithmetic, its pair loop in integer vectors on `avx2` (256-bit
-///   `vpmaddwd`), `avx512` (512-bit, with AVX-512BW) and `neon` (`smull`, `sqrshrn`).
+///   and the buffer `i16` or `i8` ([`Error::FixedPoint`] otherwise). Every backend gives the
+///   same bits: the scalar kernel's integer arithmetic, its pair loop in integer vectors on
+///   `avx2` (256-bit `vpmaddwd`), `avx512` (512-bit, with AVX-512BW) and `neon` (`smull`,
+///   `sqrshrn`).
 ///
 /// ```
 /// use rope2d::{Direction, Grid, Q15Table, Shape, Table, preset};

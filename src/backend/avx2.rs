@@ -561,9 +561,10 @@ unsafe impl<const SET: u8> Bf16Pairs for V<SET> {
 // SAFETY: `f32` lanes load and store themselves; `f16` uses F16C, whose arms run only in the
 // drivers compiled with it (`run_avx2_f16c`, `run_with_32_registers`, the staging loops), each
 // called on CPUs that have it (`converts`, `stages_in_vectors`): `run` never sends `f16` to
-// `run_avx2` (its `V<AVX2>` instantiation of these arms is dead code); the rest is AVX2. A buffer of `E` has
-// the layout of the integer type each arm reads (`f16`, `bf16`: `repr(transparent)` over
-// `u16`), and the trait's contract makes `LANES` values readable or writable at `p`.
+// `run_avx2` (its `V<AVX2>` instantiation of these arms is dead code); the rest is AVX2. A
+// buffer of `E` has the layout of the integer type each arm reads (`f16`, `bf16`:
+// `repr(transparent)` over `u16`), and the trait's contract makes `LANES` values readable or
+// writable at `p`.
 unsafe impl<E: Element, const SET: u8> Stored<E> for V<SET> {
     // Out of line in unoptimised builds: every inlined copy of every arm would take its
     // own stack slots there (no slot reuse), megabytes for the whole driver loop.

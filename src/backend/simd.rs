@@ -2584,7 +2584,8 @@ impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
             .saturating_sub(first_pair);
         let entries = entries.get(..entries.len().min(room)).unwrap_or(&[]);
         // SAFETY: `Simd<V>` runs only after its arch file checked the CPU (`run`; its tests
-        // after `is_available`), so the instruction set is available; `first_pair + entries.len() ≤ row_pairs(layout)` (checked above).
+        // after `is_available`), so the instruction set is available;
+        // `first_pair + entries.len() ≤ row_pairs(layout)` (checked above).
         unsafe { prepare::<V>(row, layout, dir, first_pair, entries) }
     }
 
@@ -2668,12 +2669,12 @@ impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
         let shifted = token_sections(table, layout, lead, (first, len));
         with_register_count!(
             register_vectors::<V>(head_dim, form, pairs),
-            // SAFETY: the instruction set is available (`Simd<V>` runs only after its arch
-            // file checked the CPU: `run`, or its tests after `is_available`); the heads are exactly `N` vectors; the floats of the row's
-            // `pairs` pairs and of the table's `lead + tokens·len` (and the padding after
-            // each) are initialised (`Row::pairs`, `line_fits`); `first` and `end` are
-            // multiples of a vector (`lead` 0), or the table has a vector's pairs before the
-            // first token's section (`line_table_lead`).
+            // SAFETY: the instruction set is available (`Simd<V>` runs only after its arch file
+            // checked the CPU: `run`, or its tests after `is_available`); the heads are exactly
+            // `N` vectors; the floats of the row's `pairs` pairs and of the table's `lead +
+            // tokens·len` (and the padding after each) are initialised (`Row::pairs`,
+            // `line_fits`); `first` and `end` are multiples of a vector (`lead` 0), or the
+            // table has a vector's pairs before the first token's section (`line_table_lead`).
             N => unsafe {
                 let line_len = line.len();
                 V::line_in_registers::<E, N>(
@@ -2729,10 +2730,10 @@ impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
         let pairs = pairing.pairs.min(head_dim / 2);
         with_register_count!(
             register_vectors::<V>(head_dim, form, pairs),
-            // SAFETY: the instruction set is available (`Simd<V>` runs only after its arch
-            // file checked the CPU: `run`, or its tests after `is_available`); the heads are exactly `N` vectors, each covered by one run on
-            // whole vectors (`entry_vectors`), whose entries of every coordinate up to
-            // `last` are inside its table (checked above).
+            // SAFETY: the instruction set is available (`Simd<V>` runs only after its arch file
+            // checked the CPU: `run`, or its tests after `is_available`); the heads are exactly
+            // `N` vectors, each covered by one run on whole vectors (`entry_vectors`), whose
+            // entries of every coordinate up to `last` are inside its table (checked above).
             N => unsafe {
                 V::tokens_from_entries::<E, N, A>(
                     x, token_len, head_dim, form, dir, vectors, positions,
@@ -2786,11 +2787,11 @@ impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
         let pairs = pairing.pairs.min(head_dim / 2);
         with_register_count!(
             register_vectors::<V>(head_dim, form, pairs),
-            // SAFETY: the instruction set is available (`Simd<V>` runs only after its arch
-            // file checked the CPU: `run`, or its tests after `is_available`); the heads are exactly `N` vectors, each covered by one run on
-            // whole vectors (`entry_vectors`), whose entries of every coordinate of the grid
-            // are inside its table, and `x` holds at most the grid's lines (both checked
-            // above).
+            // SAFETY: the instruction set is available (`Simd<V>` runs only after its arch file
+            // checked the CPU: `run`, or its tests after `is_available`); the heads are exactly
+            // `N` vectors, each covered by one run on whole vectors (`entry_vectors`), whose
+            // entries of every coordinate of the grid are inside its table, and `x` holds at
+            // most the grid's lines (both checked above).
             N => unsafe {
                 V::grid_from_entries::<E, N, A>(
                     x, line_len, token_len, head_dim, form, dir, vectors, origin, extents,
@@ -2877,10 +2878,10 @@ impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
         };
         with_register_count!(
             register_vectors::<V>(head_dim, form, pairs),
-            // SAFETY: the instruction set is available (`Simd<V>` runs only after its arch
-            // file checked the CPU: `run`, or its tests after `is_available`); the heads are exactly `N` vectors; the two sections are every
-            // pair once (`covers`); each table's vectors of a coordinate below its `count`
-            // are initialised (`Row::pairs`, `room`).
+            // SAFETY: the instruction set is available (`Simd<V>` runs only after its arch file
+            // checked the CPU: `run`, or its tests after `is_available`); the heads are exactly
+            // `N` vectors; the two sections are every pair once (`covers`); each table's
+            // vectors of a coordinate below its `count` are initialised (`Row::pairs`, `room`).
             N => unsafe {
                 V::tokens_in_registers::<E, N, A>(
                     x, token_len, head_dim, form, [t0, t1], axes, positions,
@@ -2929,8 +2930,9 @@ impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
             // Heads run while `x`, `a` and `b` all have room, like scalar's zip of chunks.
             while head + head_dim <= x.len() && entry + pairs <= a.len().min(b.len()) {
                 // SAFETY: `Simd<V>` runs only after its arch file checked the CPU (`run`; its
-                // tests after `is_available`), so the instruction set is available; the head's `2·pairs ≤ d` floats and `pairs` entries of `a`
-                // and `b` from `entry` are in range; `pairs` is a multiple of `unit`.
+                // tests after `is_available`), so the instruction set is available; the head's
+                // `2·pairs ≤ d` floats and `pairs` entries of `a` and `b` from `entry` are in
+                // range; `pairs` is a multiple of `unit`.
                 unsafe {
                     summed_head::<V, E>(
                         base.add(head),

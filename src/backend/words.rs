@@ -20,9 +20,9 @@ pub(crate) trait WordLoop: Sized {
     /// Rotates every head's section of `words` by its entries.
     fn rotate(words: Words<'_, Self>, dir: Direction);
 
-    /// [`Kernel::rotate_pairs`](super::Kernel::rotate_pairs): pairs `first_pair .. first_pair + angles.len()` of every
-    /// whole head of `x` rotated by `angles`; `false`, touching nothing, when [`Words::of`]
-    /// finds the case unsupported.
+    /// [`Kernel::rotate_pairs`](super::Kernel::rotate_pairs): pairs
+    /// `first_pair .. first_pair + angles.len()` of every whole head of `x` rotated by
+    /// `angles`; `false`, touching nothing, when [`Words::of`] finds the case unsupported.
     #[inline(always)]
     fn rotate_pairs(
         x: &mut [i16],
@@ -42,9 +42,9 @@ pub(crate) trait WordLoop: Sized {
         }
     }
 
-    /// [`Kernel::rotate_line_pairs`](super::Kernel::rotate_line_pairs): each token of `line` rotated as
-    /// [`rotate_pairs`](Self::rotate_pairs) rotates one, its entries `width` apart in `table`;
-    /// `false`, touching nothing, when [`Words::line`] declines.
+    /// [`Kernel::rotate_line_pairs`](super::Kernel::rotate_line_pairs): each token of `line`
+    /// rotated as [`rotate_pairs`](Self::rotate_pairs) rotates one, its entries `width` apart
+    /// in `table`; `false`, touching nothing, when [`Words::line`] declines.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn rotate_line(
@@ -137,13 +137,13 @@ impl<'x, L: WordLoop> Words<'x, L> {
         })
     }
 
-    /// [`Kernel::rotate_line_pairs`](super::Kernel::rotate_line_pairs)'s sections: those of each token of `line` (`token_len`
-    /// values each) for its section `(first_pair, len)`, with its entries `width` apart in
-    /// `table`. `None` when the first token's sections are
-    /// [`Unsupported`](WordSections::Unsupported), a token is not word-aligned (odd `token_len`)
-    /// or the table does not hold every token's entries; no tokens when there is nothing to
-    /// rotate. The first token's checks hold for every token: the same shape, and word-aligned
-    /// entry rows as the table is.
+    /// [`Kernel::rotate_line_pairs`](super::Kernel::rotate_line_pairs)'s sections: those of
+    /// each token of `line` (`token_len` values each) for its section `(first_pair, len)`, with
+    /// its entries `width` apart in `table`. `None` when the first token's sections are
+    /// [`Unsupported`](WordSections::Unsupported), a token is not word-aligned (odd
+    /// `token_len`) or the table does not hold every token's entries; no tokens when there is
+    /// nothing to rotate. The first token's checks hold for every token: the same shape, and
+    /// word-aligned entry rows as the table is.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn line(
