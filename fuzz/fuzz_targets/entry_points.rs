@@ -564,6 +564,7 @@ fn spec_expect<const A: usize, P: Plan<A>>(spec: &Spec<'_, A, P>, facts: &PlanFa
             if !scale_ok(freq_scale) {
                 e.breaks(Error::InvalidFreqScale);
             }
+            denominator_limit(&mut e, spec, facts);
         }
         (Freqs::Explicit(values), None) => {
             if let Some(pairs) = facts.pairs
@@ -599,7 +600,8 @@ fn spec_expect<const A: usize, P: Plan<A>>(spec: &Spec<'_, A, P>, facts: &PlanFa
     e
 }
 
-/// The fixed-point limit on frequency denominators (`Freqs::Base` only): 65 535.
+/// The fixed-point limit on frequency denominators (`Freqs::Base` only): 65 535, checked by
+/// `Spec::check` (so by everything that checks a spec).
 fn denominator_limit<const A: usize, P: Plan<A>>(
     e: &mut Expect,
     spec: &Spec<'_, A, P>,
@@ -671,7 +673,6 @@ fn build_expect<const A: usize, P: Plan<A>>(
     total: Option<usize>,
     actual: usize,
     spec: &Spec<'_, A, P>,
-    facts: &PlanFacts<A>,
     extents: [usize; A],
 ) -> Expect {
     let mut e = storage_e.clone();
@@ -680,7 +681,6 @@ fn build_expect<const A: usize, P: Plan<A>>(
     {
         e.breaks(Error::StorageLength { expected, actual });
     }
-    denominator_limit(&mut e, spec, facts);
     for (c, &n) in spec.coords.iter().zip(&extents) {
         // Rescaled and centred coordinates divide by the extent: at most 65 535.
         if matches!(c, Coords::Rescale { .. } | Coords::Centered) && n > 65_535 {
@@ -771,12 +771,12 @@ fn table_case<const A: usize, P: Plan<A>>(
         Some(t) => t.saturating_sub(1),
         None => u.int_in_range(0..=64)?,
     };
-    let build_e = build_expect(&len_e, total, len, spec, facts, extents);
+    let build_e = build_expect(&len_e, total, len, spec, extents);
     let mut storage = vec![[UNWRITTEN; 2]; len];
     let fixed16 = FixedTable::<16, A, P>::new(spec, extents);
-    build_expect(&len_e, total, 16, spec, facts, extents).check(&fixed16, "FixedTable<16>");
+    build_expect(&len_e, total, 16, spec, extents).check(&fixed16, "FixedTable<16>");
     let fixed48 = FixedTable::<48, A, P>::new(spec, extents);
-    build_expect(&len_e, total, 48, spec, facts, extents).check(&fixed48, "FixedTable<48>");
+    build_expect(&len_e, total, 48, spec, extents).check(&fixed48, "FixedTable<48>");
     let table = match Table::build(&mut storage, spec, extents) {
         Ok(table) => table,
         Err(e) => {
@@ -853,8 +853,7 @@ fn table_case<const A: usize, P: Plan<A>>(
     per_head_case(u, &table, facts.heads, extents)?;
     // The same spec without a table, where it can go without one.
     let direct = if spec.coords.iter().all(|c| *c == Coords::Index) {
-        let mut e = spec_e.clone();
-        denominator_limit(&mut e, spec, facts);
+        let e = spec_e.clone();
         let made = Direct::new(spec);
         e.check(&made, "Direct::new");
         made.ok()
@@ -1101,7 +1100,6 @@ fn direct_case<const A: usize, P: Plan<A>>(
     if spec.coords.iter().any(|c| *c != Coords::Index) {
         e.breaks(Error::TableCoords);
     }
-    denominator_limit(&mut e, spec, facts);
     let made = Direct::new(spec);
     e.check(&made, "Direct::new");
     let Ok(direct) = made else { return Ok(()) };
