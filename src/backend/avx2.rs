@@ -160,7 +160,9 @@ pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
 /// The CPU must support AVX2 and FMA.
 #[target_feature(enable = "avx2,fma")]
 unsafe fn run_avx2<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
-    drive::<Simd<V, E>, A>(job);
+    // SAFETY: the CPU supports AVX2 and FMA (this function's contract), `V`'s instruction set.
+    let kernel = unsafe { Simd::<V, E>::new() };
+    drive(kernel, job);
 }
 
 /// [`run_avx2`] with F16C, for `f16` buffers.
@@ -170,7 +172,9 @@ unsafe fn run_avx2<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
 /// The CPU must support AVX2, FMA and F16C.
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn run_avx2_f16c<A: AngleSource>(job: Job<'_, A, half::f16>) {
-    drive::<Simd<V<AVX2_F16C>, half::f16>, A>(job);
+    // SAFETY: the CPU supports AVX2, FMA and F16C (this function's contract), `V`'s instruction set.
+    let kernel = unsafe { Simd::<V<AVX2_F16C>, half::f16>::new() };
+    drive(kernel, job);
 }
 
 /// The driver loop compiled with AVX-512VL as well: the same 256-bit operations, bit for bit,
@@ -184,7 +188,9 @@ unsafe fn run_avx2_f16c<A: AngleSource>(job: Job<'_, A, half::f16>) {
 #[cfg(feature = "avx512")]
 #[target_feature(enable = "avx512f,avx512vl,avx2,fma,f16c")]
 pub(super) unsafe fn run_with_32_registers<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
-    drive::<Simd<V<AVX512VL>, E>, A>(job);
+    // SAFETY: the CPU supports AVX-512F and VL, AVX2, FMA and F16C (this function's contract), `V`'s instruction set.
+    let kernel = unsafe { Simd::<V<AVX512VL>, E>::new() };
+    drive(kernel, job);
 }
 
 /// The 256-bit Q15 vector, for the `avx512` loop's sections that 512-bit blocks do not tile.
@@ -818,6 +824,8 @@ mod tests {
         if !super::is_available() {
             return;
         }
+        // SAFETY: the CPU has AVX2 and FMA (checked above).
+        let kernel = unsafe { Simd::<V, f32>::new() };
         // d = 16, interleaved: two 8-lane vectors a head; pairs 0–3 on axis 0, 4–7 on axis 1.
         let pairing = Pairing {
             layout: Layout::Interleaved,
@@ -852,7 +860,7 @@ mod tests {
         ];
         for (origin, extents, lines, rotates) in cases {
             let mut x = std::vec![1.0f32; lines * 3 * 16];
-            let ran = <Simd<V, f32> as Kernel>::rotate_grid_from_tables(
+            let ran = kernel.rotate_grid_from_tables(
                 &mut x,
                 16,
                 16,
@@ -877,6 +885,8 @@ mod tests {
             return;
         }
         type K = Simd<V, f32>;
+        // SAFETY: the CPU has AVX2 and FMA (checked above).
+        let kernel = unsafe { K::new() };
         let pairing = Pairing {
             layout: Layout::Interleaved,
             pairs: 8,
@@ -885,11 +895,11 @@ mod tests {
         let row = <K as Kernel>::Row::init(&mut row_slot);
         let table = <K as Kernel>::Row::init(&mut table_slot);
         for first in [513, 600, 1100, usize::MAX / 4] {
-            <K as Kernel>::prepare(row, pairing, Direction::Forward, first, &[]);
+            kernel.prepare(row, pairing, Direction::Forward, first, &[]);
         }
-        <K as Kernel>::prepare(row, pairing, Direction::Forward, 0, &[[0.6, 0.8]; 8]);
+        kernel.prepare(row, pairing, Direction::Forward, 0, &[[0.6, 0.8]; 8]);
         let mut line = std::vec![1.0f32; 2 * 16];
-        let ran = <K as Kernel>::rotate_line_split(&mut line, 16, 16, pairing, row, (3, 0), table);
+        let ran = kernel.rotate_line_split(&mut line, 16, 16, pairing, row, (3, 0), table);
         assert!(!ran);
         assert!(line.iter().all(|&v| v == 1.0));
     }

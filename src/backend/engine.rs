@@ -33,9 +33,10 @@ use crate::spec::{Assign, Plan, Run};
 /// that applies them.
 pub(crate) trait AngleSource<T = [f32; 2]>: Copy {
     /// Rotates every token of `x` (whole tokens of `token_len` values, heads of `head_dim`,
-    /// both non-zero), token `t` by this source's `t`-th angles.
+    /// both non-zero), token `t` by this source's `t`-th angles, with `kernel`.
     fn rotate_tokens<K: Kernel<Entry = T>>(
         self,
+        kernel: K,
         x: &mut [K::Value],
         token_len: usize,
         head_dim: usize,
@@ -63,6 +64,7 @@ pub(crate) trait AngleSource<T = [f32; 2]>: Copy {
 /// (the fuzz, Miri and debug test builds).
 #[inline(always)]
 pub(super) fn rotate_pairs<K: Kernel>(
+    kernel: K,
     x: &mut [K::Value],
     head_dim: usize,
     pairing: Pairing,
@@ -71,14 +73,15 @@ pub(super) fn rotate_pairs<K: Kernel>(
     dir: Direction,
 ) {
     if cfg!(not(debug_assertions)) && (K::INLINE || cfg!(not(target_os = "none"))) {
-        K::rotate_pairs(x, head_dim, pairing, first_pair, angles, dir);
+        kernel.rotate_pairs(x, head_dim, pairing, first_pair, angles, dir);
     } else {
-        rotate_pairs_out_of_line::<K>(x, head_dim, pairing, first_pair, angles, dir);
+        rotate_pairs_out_of_line(kernel, x, head_dim, pairing, first_pair, angles, dir);
     }
 }
 
 #[inline(never)]
 fn rotate_pairs_out_of_line<K: Kernel>(
+    kernel: K,
     x: &mut [K::Value],
     head_dim: usize,
     pairing: Pairing,
@@ -86,12 +89,13 @@ fn rotate_pairs_out_of_line<K: Kernel>(
     angles: &[K::Entry],
     dir: Direction,
 ) {
-    K::rotate_pairs(x, head_dim, pairing, first_pair, angles, dir);
+    kernel.rotate_pairs(x, head_dim, pairing, first_pair, angles, dir);
 }
 
-/// How a loop hands a token's angles to kernel `K`: into `row` (row kernels, rotary
-/// dimension within a row's reach), else straight to [`Kernel::rotate_pairs`].
+/// How a loop hands a token's angles to `kernel`: into `row` (row kernels, rotary dimension
+/// within a row's reach), else straight to [`Kernel::rotate_pairs`].
 struct Sink<'r, K: Kernel> {
+    kernel: K,
     row: &'r mut K::Row,
     rows: bool,
     head_dim: usize,
@@ -101,8 +105,15 @@ struct Sink<'r, K: Kernel> {
 
 impl<'r, K: Kernel> Sink<'r, K> {
     #[inline(always)]
-    fn new(row: &'r mut K::Row, head_dim: usize, pairing: Pairing, dir: Direction) -> Self {
+    fn new(
+        kernel: K,
+        row: &'r mut K::Row,
+        head_dim: usize,
+        pairing: Pairing,
+        dir: Direction,
+    ) -> Self {
         Self {
+            kernel,
             row,
             rows: K::ROWS && pairing.pairs <= K::row_pairs(pairing),
             head_dim,
@@ -115,9 +126,11 @@ impl<'r, K: Kernel> Sink<'r, K> {
     #[inline(always)]
     fn put(&mut self, x: &mut [K::Value], first_pair: usize, entries: &[K::Entry]) {
         if self.rows {
-            K::prepare(self.row, self.pairing, self.dir, first_pair, entries);
+            self.kernel
+                .prepare(self.row, self.pairing, self.dir, first_pair, entries);
         } else {
-            rotate_pairs::<K>(
+            rotate_pairs(
+                self.kernel,
                 x,
                 self.head_dim,
                 self.pairing,
@@ -132,7 +145,8 @@ impl<'r, K: Kernel> Sink<'r, K> {
     #[inline(always)]
     fn finish(&self, x: &mut [K::Value]) {
         if self.rows {
-            K::rotate_row(x, self.head_dim, self.pairing, self.row);
+            self.kernel
+                .rotate_row(x, self.head_dim, self.pairing, self.row);
         }
     }
 }
@@ -177,6 +191,7 @@ impl<const A: usize, P: Plan<A>, Po: Positions<A>, T: TableEntry> AngleSource<T>
     #[inline(always)]
     fn rotate_tokens<K: Kernel<Entry = T>>(
         self,
+        kernel: K,
         x: &mut [K::Value],
         token_len: usize,
         head_dim: usize,
@@ -186,6 +201,7 @@ impl<const A: usize, P: Plan<A>, Po: Positions<A>, T: TableEntry> AngleSource<T>
         let (tables, widths, runs) = (self.tables, self.widths, self.runs);
         let assign = self.plan.assign();
         from_tables::<A, Po, T, K>(
+            kernel,
             x,
             token_len,
             head_dim,
@@ -208,6 +224,7 @@ impl<const A: usize, P: Plan<A>, Po: Positions<A>, T: TableEntry> AngleSource<T>
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
 fn from_tables<const A: usize, Po: Positions<A>, T: TableEntry, K: Kernel<Entry = T>>(
+    kernel: K,
     x: &mut [K::Value],
     token_len: usize,
     head_dim: usize,
@@ -222,7 +239,7 @@ fn from_tables<const A: usize, Po: Positions<A>, T: TableEntry, K: Kernel<Entry 
     let order = positions.order();
     let mut slot = MaybeUninit::uninit();
     let row = K::Row::init(&mut slot);
-    let mut sink = Sink::<K>::new(row, head_dim, pairing, dir);
+    let mut sink = Sink::new(kernel, row, head_dim, pairing, dir);
     // The tables the grid and token loops prepare per call: one frame's slots for all of
     // them (two more rows each in their own slots grew the frame by 8 KiB, to a loop of
     // page probes).
@@ -327,7 +344,7 @@ fn from_tables<const A: usize, Po: Positions<A>, T: TableEntry, K: Kernel<Entry 
                 };
                 let row = row_entries(rows, row_width, row, 0, row_width);
                 let col = row_entries(cols, col_width, col, 0, col_width);
-                K::rotate_pairs_summed(token, head_dim, pairing, col, row, dir);
+                kernel.rotate_pairs_summed(token, head_dim, pairing, col, row, dir);
             }
         }
     }
@@ -381,7 +398,7 @@ impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
         // what it saves (Zen 4: `decode_1d` 197 → 206 ns).
         if sink.rows
             && x.len() > token_len
-            && K::rotate_tokens_from_tables(
+            && sink.kernel.rotate_tokens_from_tables(
                 x,
                 token_len,
                 sink.head_dim,
@@ -467,10 +484,11 @@ impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
             };
             for c in 0..coordinates {
                 let row = row_entries(entries, width, c as u32, run.column, run.len);
-                K::prepare(table, pairing, sink.dir, c * stride + lead, row);
+                sink.kernel
+                    .prepare(table, pairing, sink.dir, c * stride + lead, row);
             }
         }
-        K::rotate_tokens_split(
+        sink.kernel.rotate_tokens_split(
             x,
             token_len,
             head_dim,
@@ -506,7 +524,7 @@ impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
         // Row kernels whose register form takes every section on whole vectors: the kernel's
         // grid loop, straight from the tables (no table prepared; any number of axes).
         if sink.rows
-            && K::rotate_grid_from_tables(
+            && sink.kernel.rotate_grid_from_tables(
                 x,
                 token_len,
                 sink.head_dim,
@@ -559,11 +577,12 @@ impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
             if width == run.len && run.column == 0 {
                 // The run is the axis' whole row: the line's entries are contiguous, and
                 // prepared in one call (a small grid's setup is a tenth of its time).
-                K::prepare(table, pairing, sink.dir, lead, cols);
+                sink.kernel.prepare(table, pairing, sink.dir, lead, cols);
             } else {
                 for (t, col) in cols.chunks(width).take(line_tokens).enumerate() {
                     let col = col.get(..run.len).unwrap_or(col);
-                    K::prepare(table, pairing, sink.dir, lead + t * run.len, col);
+                    sink.kernel
+                        .prepare(table, pairing, sink.dir, lead + t * run.len, col);
                 }
             }
             // The row's floats of the varying run initialised once (the line loop reads the row
@@ -577,9 +596,10 @@ impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
                 }
                 let (head_dim, pairing) = (sink.head_dim, sink.pairing);
                 let section = (run.first, run.len);
-                if !K::rotate_line_split(
-                    line, token_len, head_dim, pairing, sink.row, section, table,
-                ) {
+                if !sink
+                    .kernel
+                    .rotate_line_split(line, token_len, head_dim, pairing, sink.row, section, table)
+                {
                     // Not for this kernel after all: the line token by token.
                     let cols = varying_table.get(run.column..).unwrap_or(&[]);
                     for (token, col) in Tokens::new(line, token_len).zip(cols.chunks(width)) {
@@ -609,7 +629,7 @@ impl<'t, const A: usize, T> SectionTables<'t, '_, A, T> {
                     let cols = varying_table.get(run.column..).unwrap_or(&[]);
                     let (head_dim, pairing, dir) = (sink.head_dim, sink.pairing, sink.dir);
                     let section = (run.first, run.len);
-                    if K::rotate_line_pairs(
+                    if sink.kernel.rotate_line_pairs(
                         line, token_len, head_dim, pairing, section, cols, width, dir,
                     ) {
                         continue;
@@ -740,6 +760,7 @@ impl<const A: usize, P: Plan<A>, C: CoordSource<A>> AngleSource for Computed<'_,
     #[inline(always)]
     fn rotate_tokens<K: Kernel<Entry = [f32; 2]>>(
         self,
+        kernel: K,
         x: &mut [K::Value],
         token_len: usize,
         head_dim: usize,
@@ -748,6 +769,7 @@ impl<const A: usize, P: Plan<A>, C: CoordSource<A>> AngleSource for Computed<'_,
     ) {
         let (assign, freqs, mscale) = (self.plan.assign(), self.freqs, self.mscale);
         computed::<A, C, K>(
+            kernel,
             x,
             token_len,
             head_dim,
@@ -767,6 +789,7 @@ impl<const A: usize, P: Plan<A>, C: CoordSource<A>> AngleSource for Computed<'_,
 #[cfg_attr(debug_assertions, inline)]
 #[cfg_attr(not(debug_assertions), inline(always))]
 fn computed<const A: usize, C: CoordSource<A>, K: Kernel<Entry = [f32; 2]>>(
+    kernel: K,
     x: &mut [K::Value],
     token_len: usize,
     head_dim: usize,
@@ -780,7 +803,7 @@ fn computed<const A: usize, C: CoordSource<A>, K: Kernel<Entry = [f32; 2]>>(
     let mut chunk = [[0f32; 2]; CHUNK];
     let mut slot = MaybeUninit::uninit();
     let row = K::Row::init(&mut slot);
-    let mut sink = Sink::<K>::new(row, head_dim, pairing, dir);
+    let mut sink = Sink::new(kernel, row, head_dim, pairing, dir);
     let tokens = Tokens::new(x, token_len);
     for (token, coordinate) in tokens.zip(coords.coordinates()) {
         match freqs {

@@ -6,7 +6,9 @@
 //! hand it to the selected [`Backend`]. A backend is one file that exposes `run(job)`
 //! (wrapping [`drive`] in its `#[target_feature]` where it has one) and `is_available()`: a
 //! SIMD backend implements `simd::Vector` for its registers, the others [`Kernel`]; adding
-//! one is that file plus one line in `registry!` below.
+//! one is that file plus one line in `registry!` below. [`drive`] takes the kernel as a
+//! value: a SIMD backend's `run` makes it, unsafely, once it knows the CPU has the
+//! instruction set, and everything the value reaches is safe code.
 
 mod engine;
 #[cfg(any(
@@ -36,7 +38,12 @@ pub(crate) struct Pairing {
 }
 
 /// Rotation of whole head vectors by per-pair angles given as `[cos, sin]`.
-pub(crate) trait Kernel {
+///
+/// A kernel is a value, and the value is the proof that its instruction set is available:
+/// the SIMD kernels are made only by their arch file's `unsafe` constructor, after the CPU
+/// check, so the methods that run instructions (those taking `self`) are safe to call. The
+/// others only answer questions about shapes.
+pub(crate) trait Kernel: Copy {
     /// The stored values it rotates (`f32` for every float kernel).
     type Value: Copy;
     /// A table entry, `[cos, sin]` in the kernel's number format.
@@ -67,6 +74,7 @@ pub(crate) trait Kernel {
     /// form [`rotate_row`](Kernel::rotate_row) consumes, for direction `dir`.
     #[inline(always)]
     fn prepare(
+        self,
         _row: &mut Self::Row,
         _pairing: Pairing,
         _dir: Direction,
@@ -77,7 +85,14 @@ pub(crate) trait Kernel {
 
     /// Rotates pairs `0 .. pairing.pairs` of every head in `x` (whole heads) by `row`.
     #[inline(always)]
-    fn rotate_row(_x: &mut [Self::Value], _head_dim: usize, _pairing: Pairing, _row: &Self::Row) {}
+    fn rotate_row(
+        self,
+        _x: &mut [Self::Value],
+        _head_dim: usize,
+        _pairing: Pairing,
+        _row: &Self::Row,
+    ) {
+    }
 
     /// Rotates each token of `x` (`token_len` values) at the position `positions` yields,
     /// every pair read straight from the tables' entries (`tables`: per axis, the entries and
@@ -87,6 +102,7 @@ pub(crate) trait Kernel {
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn rotate_tokens_from_tables<const A: usize, I: Iterator<Item = [u32; A]>>(
+        self,
         _x: &mut [Self::Value],
         _token_len: usize,
         _head_dim: usize,
@@ -109,6 +125,7 @@ pub(crate) trait Kernel {
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn rotate_grid_from_tables<const A: usize>(
+        self,
         _x: &mut [Self::Value],
         _token_len: usize,
         _head_dim: usize,
@@ -147,6 +164,7 @@ pub(crate) trait Kernel {
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn rotate_line_split(
+        self,
         _line: &mut [Self::Value],
         _token_len: usize,
         _head_dim: usize,
@@ -178,8 +196,10 @@ pub(crate) trait Kernel {
     /// `axes[k]` ([`token_table`](Kernel::token_table)'s pairs of `c`; both tables prepared
     /// once per call, no row staged per token). Returns `false`, touching nothing, when the
     /// kernel cannot.
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn rotate_tokens_split<const A: usize, I: Iterator<Item = [u32; A]>>(
+        self,
         _x: &mut [Self::Value],
         _token_len: usize,
         _head_dim: usize,
@@ -198,6 +218,7 @@ pub(crate) trait Kernel {
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn rotate_line_pairs(
+        self,
         _line: &mut [Self::Value],
         _token_len: usize,
         _head_dim: usize,
@@ -214,6 +235,7 @@ pub(crate) trait Kernel {
     /// number of `head_dim`-value heads) by `angles`, reversed for [`Direction::Inverse`].
     /// Pairs at or past `pairing.pairs` are left alone.
     fn rotate_pairs(
+        self,
         x: &mut [Self::Value],
         head_dim: usize,
         pairing: Pairing,
@@ -225,6 +247,7 @@ pub(crate) trait Kernel {
     /// Rotates every pair `k < P` (`P = pairing.pairs`) of every head `h` in `x` by the sum
     /// of the angles `a[h·P + k]` and `b[h·P + k]` (RoPE-Mixed: `cos(α+β) = cαcβ − sαsβ`, …).
     fn rotate_pairs_summed(
+        self,
         x: &mut [Self::Value],
         head_dim: usize,
         pairing: Pairing,
@@ -339,9 +362,9 @@ impl<'x, V> Job<'x, (), V> {
 /// driver's stack frame.
 const SPECIALISE: bool = !cfg!(target_os = "none") && !cfg!(debug_assertions);
 
-/// The loop over a job's tokens, for kernel `K`.
+/// The loop over a job's tokens, by `kernel`.
 #[inline(always)]
-pub(crate) fn drive<K: Kernel, A: AngleSource<K::Entry>>(job: Job<'_, A, K::Value>) {
+pub(crate) fn drive<K: Kernel, A: AngleSource<K::Entry>>(kernel: K, job: Job<'_, A, K::Value>) {
     use {Direction::*, Layout::*};
     let Job {
         x,
@@ -355,7 +378,7 @@ pub(crate) fn drive<K: Kernel, A: AngleSource<K::Entry>>(job: Job<'_, A, K::Valu
         return;
     }
     if !SPECIALISE {
-        return angles.rotate_tokens::<K>(x, token_len, head_dim, pairing, dir);
+        return angles.rotate_tokens(kernel, x, token_len, head_dim, pairing, dir);
     }
     let pairs = pairing.pairs;
     let (interleaved, half) = (
@@ -370,17 +393,21 @@ pub(crate) fn drive<K: Kernel, A: AngleSource<K::Entry>>(job: Job<'_, A, K::Valu
     );
     match (pairing.layout, K::CONSTANT_DIRECTION, dir) {
         (Interleaved, true, Forward) => {
-            angles.rotate_tokens::<K>(x, token_len, head_dim, interleaved, Forward)
+            angles.rotate_tokens(kernel, x, token_len, head_dim, interleaved, Forward)
         }
         (Interleaved, true, Inverse) => {
-            angles.rotate_tokens::<K>(x, token_len, head_dim, interleaved, Inverse)
+            angles.rotate_tokens(kernel, x, token_len, head_dim, interleaved, Inverse)
         }
-        (Half, true, Forward) => angles.rotate_tokens::<K>(x, token_len, head_dim, half, Forward),
-        (Half, true, Inverse) => angles.rotate_tokens::<K>(x, token_len, head_dim, half, Inverse),
+        (Half, true, Forward) => {
+            angles.rotate_tokens(kernel, x, token_len, head_dim, half, Forward)
+        }
+        (Half, true, Inverse) => {
+            angles.rotate_tokens(kernel, x, token_len, head_dim, half, Inverse)
+        }
         (Interleaved, false, dir) => {
-            angles.rotate_tokens::<K>(x, token_len, head_dim, interleaved, dir)
+            angles.rotate_tokens(kernel, x, token_len, head_dim, interleaved, dir)
         }
-        (Half, false, dir) => angles.rotate_tokens::<K>(x, token_len, head_dim, half, dir),
+        (Half, false, dir) => angles.rotate_tokens(kernel, x, token_len, head_dim, half, dir),
     }
 }
 

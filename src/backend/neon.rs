@@ -302,7 +302,9 @@ pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
 /// The CPU must support NEON.
 #[target_feature(enable = "neon")]
 unsafe fn run_neon<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
-    drive::<Simd<V, E>, A>(job);
+    // SAFETY: the CPU supports NEON (this function's contract), `V`'s instruction set.
+    let kernel = unsafe { Simd::<V, E>::new() };
+    drive(kernel, job);
 }
 
 pub(crate) use q15::run_q15;

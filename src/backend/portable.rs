@@ -21,7 +21,8 @@ use super::{AngleSource, Job, Kernel, NoRow, Pairing, drive};
 use crate::config::{Direction, Layout};
 use crate::element::{Element, sealed::Format};
 
-/// The kernel type; never constructed.
+/// The kernel: plain Rust over fixed-width arrays, no instruction set to check.
+#[derive(Clone, Copy)]
 pub(crate) struct Portable;
 
 pub(crate) fn is_available() -> bool {
@@ -55,7 +56,7 @@ pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
     // instantiates the `f32` loop (the branch not taken is not compiled).
     if const { matches!(E::FORMAT, Format::F32) } {
         match job.retype(E::as_f32) {
-            Ok(job) => drive::<Portable, A>(job),
+            Ok(job) => drive(Portable, job),
             // Unreachable: `E` is `f32`.
             Err(job) => super::scalar::run(job),
         }
@@ -182,6 +183,7 @@ impl Kernel for Portable {
 
     #[inline(always)]
     fn rotate_pairs(
+        self,
         x: &mut [f32],
         head_dim: usize,
         pairing: Pairing,
@@ -194,6 +196,7 @@ impl Kernel for Portable {
 
     #[inline(always)]
     fn rotate_pairs_summed(
+        self,
         x: &mut [f32],
         head_dim: usize,
         pairing: Pairing,

@@ -45,20 +45,22 @@ pub(crate) fn fuses<E: Element>(ratio: f32) -> bool {
 pub(crate) use crate::element::{load, store};
 
 pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
-    drive::<Scalar<Float<E>>, A>(job);
+    drive(Scalar(Float::new()), job);
 }
 
 /// A Q15 table's job on `i16` or `i8` values: integer arithmetic only (the reference the
 /// arch files' integer loops match bit for bit).
 pub(crate) fn run_q15<V: Fixed, A: AngleSource<[i16; 2]>>(job: Job<'_, A, V>) {
-    drive::<Scalar<Q15<V>>, A>(job);
+    drive(Scalar(Q15::new()), job);
 }
 
-/// The scalar kernel in number format `N`.
-pub(crate) struct Scalar<N>(PhantomData<N>);
+/// The scalar kernel in number format `N`: a value of the format, which for a format whose
+/// pair loop needs an instruction set (`simd::Q15Vectors`) is the proof that it is available.
+#[derive(Clone, Copy)]
+pub(crate) struct Scalar<N>(pub(crate) N);
 
 /// A number format: the stored values, the table entries, and the rotation of one pair.
-pub(crate) trait Number {
+pub(crate) trait Number: Copy {
     type Value: Copy;
     type Entry: Copy;
     /// [`Kernel::INLINE`].
@@ -74,6 +76,7 @@ pub(crate) trait Number {
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn rotate_line_pairs(
+        self,
         _line: &mut [Self::Value],
         _token_len: usize,
         _head_dim: usize,
@@ -90,6 +93,7 @@ pub(crate) trait Number {
     /// for this core.
     #[inline(always)]
     fn rotate_pairs(
+        self,
         x: &mut [Self::Value],
         head_dim: usize,
         pairing: Pairing,
@@ -104,7 +108,14 @@ pub(crate) trait Number {
 /// `f32` arithmetic and entries on values of element type `E`, loaded exactly (`E` is a
 /// float type, or an integer at ratio 1: see [`fuses`]) and rounded back on store (`f32`:
 /// no conversion at all).
+#[derive(Clone, Copy)]
 pub(crate) struct Float<E>(PhantomData<E>);
+
+impl<E> Float<E> {
+    pub(crate) const fn new() -> Self {
+        Self(PhantomData)
+    }
+}
 
 impl<E: Element> Number for Float<E> {
     type Value = E;
@@ -130,6 +141,7 @@ impl<E: Element> Number for Float<E> {
     #[cfg(rope2d_mprofile_fpu)]
     #[inline(always)]
     fn rotate_pairs(
+        self,
         x: &mut [E],
         head_dim: usize,
         pairing: Pairing,
@@ -264,7 +276,14 @@ fn round_q15(v: i32) -> i32 {
 /// Integer values `V` (`i16`, `i8`) with Q15 `[cos, sin]` entries: each output is
 /// `round((a·c − b·s) / 2^15)`, ties up, saturated to `V`. The products and their sum fit an
 /// `i32` (entries are at most 32 767 in magnitude: `2 · 2^15 · 32 767 + 2^14 < 2^31`).
+#[derive(Clone, Copy)]
 pub(crate) struct Q15<V>(PhantomData<V>);
+
+impl<V> Q15<V> {
+    pub(crate) const fn new() -> Self {
+        Self(PhantomData)
+    }
+}
 
 impl<V: Fixed> Number for Q15<V> {
     type Value = V;
@@ -286,6 +305,7 @@ impl<V: Fixed> Number for Q15<V> {
 
     #[inline(always)]
     fn rotate_pairs(
+        self,
         x: &mut [V],
         head_dim: usize,
         pairing: Pairing,
@@ -308,6 +328,7 @@ impl<V: Fixed> Number for Q15<V> {
 
     #[inline(always)]
     fn rotate_line_pairs(
+        self,
         line: &mut [V],
         token_len: usize,
         head_dim: usize,
@@ -345,7 +366,7 @@ fn q15_pairs_out_of_line<V: Fixed>(
 
 /// The reference loop in plain Rust.
 #[inline(always)]
-pub(super) fn rotate_pairs_rust<N: Number + ?Sized>(
+pub(super) fn rotate_pairs_rust<N: Number>(
     x: &mut [N::Value],
     head_dim: usize,
     pairing: Pairing,
@@ -385,6 +406,7 @@ impl<N: Number> Kernel for Scalar<N> {
 
     #[inline(always)]
     fn rotate_pairs(
+        self,
         x: &mut [N::Value],
         head_dim: usize,
         pairing: Pairing,
@@ -392,11 +414,13 @@ impl<N: Number> Kernel for Scalar<N> {
         angles: &[N::Entry],
         dir: Direction,
     ) {
-        N::rotate_pairs(x, head_dim, pairing, first_pair, angles, dir);
+        self.0
+            .rotate_pairs(x, head_dim, pairing, first_pair, angles, dir);
     }
 
     #[inline(always)]
     fn rotate_line_pairs(
+        self,
         line: &mut [N::Value],
         token_len: usize,
         head_dim: usize,
@@ -406,13 +430,14 @@ impl<N: Number> Kernel for Scalar<N> {
         width: usize,
         dir: Direction,
     ) -> bool {
-        N::rotate_line_pairs(
+        self.0.rotate_line_pairs(
             line, token_len, head_dim, pairing, section, table, width, dir,
         )
     }
 
     #[inline(always)]
     fn rotate_pairs_summed(
+        self,
         x: &mut [N::Value],
         head_dim: usize,
         pairing: Pairing,

@@ -416,8 +416,9 @@ mod q15 {
     ///
     /// # Safety
     ///
-    /// An implementation names the instruction set `blocks` needs and is used only where it is
-    /// available (by the driver [`q15_loop`] generates).
+    /// An implementation names the instruction set `blocks` needs; it runs only through a
+    /// [`Q15Vectors`] value, whose maker vouches that the instruction set is available (the
+    /// driver [`q15_loop`] generates).
     pub(crate) unsafe trait Q15Blocks {
         /// # Safety
         ///
@@ -471,17 +472,18 @@ mod q15 {
             >(
                 job: $crate::backend::Job<'_, A, V>,
             ) {
-                $crate::backend::drive::<
-                    $crate::backend::scalar::Scalar<$crate::backend::simd::Q15Vectors<V, Blocks>>,
-                    A,
-                >(job);
+                // SAFETY: the CPU has `$features` (this function's contract), what `$blocks`
+                // needs.
+                let format = unsafe { $crate::backend::simd::Q15Vectors::<V, Blocks>::new() };
+                $crate::backend::drive($crate::backend::scalar::Scalar(format), job);
             }
 
-            /// The block loop, used only by `run_q15_vectors`.
+            /// The block loop, run only through a `Q15Vectors` value (made where the CPU has
+            /// `$features`).
             struct Blocks;
 
-            // SAFETY: `Blocks` is used only by `run_q15_vectors`, which runs only where the CPU
-            // has `$features`, what `$blocks` needs.
+            // SAFETY: `blocks` is `$blocks`, which needs `$features`: what `run_q15_vectors`
+            // vouches for when it makes the `Q15Vectors` value that runs it.
             unsafe impl $crate::backend::simd::Q15Blocks for Blocks {
                 #[inline(always)]
                 unsafe fn blocks<V: $crate::backend::scalar::Fixed>(
@@ -666,7 +668,29 @@ mod q15 {
 
     /// The scalar Q15 kernel ([`Q15`]) with its pair loop in `L`'s vector blocks; the pairs after
     /// the last whole block, and RoPE-Mixed's summed entries, in scalar code.
+    /// A value is the proof that `L`'s instruction set is available ([`Q15Vectors::new`]).
     pub(crate) struct Q15Vectors<V, L>(core::marker::PhantomData<(V, L)>);
+
+    impl<V, L: Q15Blocks> Q15Vectors<V, L> {
+        /// The number format.
+        ///
+        /// # Safety
+        ///
+        /// `L`'s instruction set is available on this CPU.
+        #[inline(always)]
+        pub(crate) const unsafe fn new() -> Self {
+            Self(core::marker::PhantomData)
+        }
+    }
+
+    impl<V, L> Clone for Q15Vectors<V, L> {
+        #[inline(always)]
+        fn clone(&self) -> Self {
+            *self
+        }
+    }
+
+    impl<V, L> Copy for Q15Vectors<V, L> {}
 
     impl<V: Fixed, L: Q15Blocks> Number for Q15Vectors<V, L> {
         type Value = V;
@@ -684,6 +708,7 @@ mod q15 {
 
         #[inline(always)]
         fn rotate_pairs(
+            self,
             x: &mut [V],
             head_dim: usize,
             pairing: Pairing,
@@ -691,7 +716,7 @@ mod q15 {
             angles: &[[i16; 2]],
             dir: Direction,
         ) {
-            // SAFETY: `L`'s instruction set is available where this kernel runs (`Q15Blocks`).
+            // SAFETY: `L`'s instruction set is available: `self` exists (`Q15Vectors::new`).
             let done = unsafe { L::blocks(x, head_dim, pairing, first_pair, angles, dir) };
             // Most sections are whole blocks: no walk over the heads for nothing.
             if let Some(rest) = angles.get(done..).filter(|rest| !rest.is_empty()) {
@@ -706,10 +731,37 @@ pub(super) use q15::{Q15Blocks, Q15Vectors, q15_loop};
 pub(super) use q15::{Q15Lanes, lane_blocks};
 
 /// The scalar kernel on values of `E`: the loops past a row's reach.
-type Scalar<E> = super::scalar::Scalar<super::scalar::Float<E>>;
+#[inline(always)]
+fn scalar<E: Element>() -> super::scalar::Scalar<super::scalar::Float<E>> {
+    super::scalar::Scalar(super::scalar::Float::new())
+}
 
-/// The kernel of a vector type on buffers of element type `E`.
+/// The kernel of a vector type on buffers of element type `E`. A value is the proof that
+/// `V`'s instruction set is available: it is made only by [`Simd::new`], whose caller
+/// vouches for the CPU, so the kernel's methods are safe.
 pub(super) struct Simd<V, E = f32>(core::marker::PhantomData<(V, E)>);
+
+impl<V: Vector, E> Simd<V, E> {
+    /// The kernel.
+    ///
+    /// # Safety
+    ///
+    /// `V`'s instruction set is available on this CPU (an arch file's `run` after its check,
+    /// or its tests after `is_available`).
+    #[inline(always)]
+    pub(super) const unsafe fn new() -> Self {
+        Self(core::marker::PhantomData)
+    }
+}
+
+impl<V, E> Clone for Simd<V, E> {
+    #[inline(always)]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<V, E> Copy for Simd<V, E> {}
 
 /// The loops over heads ([`grid_from_entries`], [`tokens_from_entries`],
 /// [`tokens_in_registers`], [`line_in_registers`], [`rotate`]), each compiled once per vector
@@ -2566,6 +2618,7 @@ impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
 
     #[inline(always)]
     fn prepare(
+        self,
         row: &mut Row,
         pairing: Pairing,
         dir: Direction,
@@ -2583,15 +2636,14 @@ impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
             .min(row_pairs(layout))
             .saturating_sub(first_pair);
         let entries = entries.get(..entries.len().min(room)).unwrap_or(&[]);
-        // SAFETY: `Simd<V>` runs only after its arch file checked the CPU (`run`; its tests
-        // after `is_available`), so the instruction set is available;
+        // SAFETY: `V`'s instruction set is available (`self` exists: `Simd::new`);
         // `first_pair + entries.len() ≤ row_pairs(layout)` (checked above).
         unsafe { prepare::<V>(row, layout, dir, first_pair, entries) }
     }
 
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
-    fn rotate_row(x: &mut [E], head_dim: usize, pairing: Pairing, row: &Row) {
+    fn rotate_row(self, x: &mut [E], head_dim: usize, pairing: Pairing, row: &Row) {
         if head_dim == 0 {
             return;
         }
@@ -2634,6 +2686,7 @@ impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn rotate_line_split(
+        self,
         line: &mut [E],
         token_len: usize,
         head_dim: usize,
@@ -2669,12 +2722,12 @@ impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
         let shifted = token_sections(table, layout, lead, (first, len));
         with_register_count!(
             register_vectors::<V>(head_dim, form, pairs),
-            // SAFETY: the instruction set is available (`Simd<V>` runs only after its arch file
-            // checked the CPU: `run`, or its tests after `is_available`); the heads are exactly
-            // `N` vectors; the floats of the row's `pairs` pairs and of the table's `lead +
-            // tokens·len` (and the padding after each) are initialised (`Row::pairs`,
-            // `line_fits`); `first` and `end` are multiples of a vector (`lead` 0), or the
-            // table has a vector's pairs before the first token's section (`line_table_lead`).
+            // SAFETY: `V`'s instruction set is available (`self` exists: `Simd::new`); the
+            // heads are exactly `N` vectors; the floats of the row's `pairs` pairs and of the
+            // table's `lead + tokens·len` (and the padding after each) are initialised
+            // (`Row::pairs`, `line_fits`); `first` and `end` are multiples of a vector (`lead`
+            // 0), or the table has a vector's pairs before the first token's section
+            // (`line_table_lead`).
             N => unsafe {
                 let line_len = line.len();
                 V::line_in_registers::<E, N>(
@@ -2708,6 +2761,7 @@ impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn rotate_tokens_from_tables<const A: usize, I: Iterator<Item = [u32; A]>>(
+        self,
         x: &mut [E],
         token_len: usize,
         head_dim: usize,
@@ -2730,10 +2784,10 @@ impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
         let pairs = pairing.pairs.min(head_dim / 2);
         with_register_count!(
             register_vectors::<V>(head_dim, form, pairs),
-            // SAFETY: the instruction set is available (`Simd<V>` runs only after its arch file
-            // checked the CPU: `run`, or its tests after `is_available`); the heads are exactly
-            // `N` vectors, each covered by one run on whole vectors (`entry_vectors`), whose
-            // entries of every coordinate up to `last` are inside its table (checked above).
+            // SAFETY: `V`'s instruction set is available (`self` exists: `Simd::new`); the
+            // heads are exactly `N` vectors, each covered by one run on whole vectors
+            // (`entry_vectors`), whose entries of every coordinate up to `last` are inside its
+            // table (checked above).
             N => unsafe {
                 V::tokens_from_entries::<E, N, A>(
                     x, token_len, head_dim, form, dir, vectors, positions,
@@ -2747,6 +2801,7 @@ impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn rotate_grid_from_tables<const A: usize>(
+        self,
         x: &mut [E],
         token_len: usize,
         head_dim: usize,
@@ -2787,11 +2842,10 @@ impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
         let pairs = pairing.pairs.min(head_dim / 2);
         with_register_count!(
             register_vectors::<V>(head_dim, form, pairs),
-            // SAFETY: the instruction set is available (`Simd<V>` runs only after its arch file
-            // checked the CPU: `run`, or its tests after `is_available`); the heads are exactly
-            // `N` vectors, each covered by one run on whole vectors (`entry_vectors`), whose
-            // entries of every coordinate of the grid are inside its table, and `x` holds at
-            // most the grid's lines (both checked above).
+            // SAFETY: `V`'s instruction set is available (`self` exists: `Simd::new`); the
+            // heads are exactly `N` vectors, each covered by one run on whole vectors
+            // (`entry_vectors`), whose entries of every coordinate of the grid are inside its
+            // table, and `x` holds at most the grid's lines (both checked above).
             N => unsafe {
                 V::grid_from_entries::<E, N, A>(
                     x, line_len, token_len, head_dim, form, dir, vectors, origin, extents,
@@ -2822,6 +2876,7 @@ impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn rotate_tokens_split<const A: usize, I: Iterator<Item = [u32; A]>>(
+        self,
         x: &mut [E],
         token_len: usize,
         head_dim: usize,
@@ -2878,10 +2933,10 @@ impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
         };
         with_register_count!(
             register_vectors::<V>(head_dim, form, pairs),
-            // SAFETY: the instruction set is available (`Simd<V>` runs only after its arch file
-            // checked the CPU: `run`, or its tests after `is_available`); the heads are exactly
-            // `N` vectors; the two sections are every pair once (`covers`); each table's
-            // vectors of a coordinate below its `count` are initialised (`Row::pairs`, `room`).
+            // SAFETY: `V`'s instruction set is available (`self` exists: `Simd::new`); the
+            // heads are exactly `N` vectors; the two sections are every pair once (`covers`);
+            // each table's vectors of a coordinate below its `count` are initialised
+            // (`Row::pairs`, `room`).
             N => unsafe {
                 V::tokens_in_registers::<E, N, A>(
                     x, token_len, head_dim, form, [t0, t1], axes, positions,
@@ -2894,6 +2949,7 @@ impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
 
     #[inline(always)]
     fn rotate_pairs(
+        self,
         x: &mut [E],
         head_dim: usize,
         pairing: Pairing,
@@ -2902,12 +2958,13 @@ impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
         dir: Direction,
     ) {
         // Runs past a row's reach (rotary dimensions above 512): the scalar loop.
-        <Scalar<E> as Kernel>::rotate_pairs(x, head_dim, pairing, first_pair, angles, dir);
+        scalar::<E>().rotate_pairs(x, head_dim, pairing, first_pair, angles, dir);
     }
 
     #[cfg_attr(debug_assertions, inline)]
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn rotate_pairs_summed(
+        self,
         x: &mut [E],
         head_dim: usize,
         pairing: Pairing,
@@ -2917,7 +2974,7 @@ impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
     ) {
         let pairs = pairing.pairs.min(head_dim / 2);
         if pairs == 0 || pairs > row_pairs(Form::of::<E>(pairing.layout).row()) {
-            return <Scalar<E> as Kernel>::rotate_pairs_summed(x, head_dim, pairing, a, b, dir);
+            return scalar::<E>().rotate_pairs_summed(x, head_dim, pairing, a, b, dir);
         }
         let unit = match pairing.layout {
             Layout::Interleaved => V::LANES / 2,
@@ -2929,10 +2986,9 @@ impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
             let (mut head, mut entry) = (0, 0);
             // Heads run while `x`, `a` and `b` all have room, like scalar's zip of chunks.
             while head + head_dim <= x.len() && entry + pairs <= a.len().min(b.len()) {
-                // SAFETY: `Simd<V>` runs only after its arch file checked the CPU (`run`; its
-                // tests after `is_available`), so the instruction set is available; the head's
-                // `2·pairs ≤ d` floats and `pairs` entries of `a` and `b` from `entry` are in
-                // range; `pairs` is a multiple of `unit`.
+                // SAFETY: `V`'s instruction set is available (`self` exists: `Simd::new`); the
+                // head's `2·pairs ≤ d` floats and `pairs` entries of `a` and `b` from `entry`
+                // are in range; `pairs` is a multiple of `unit`.
                 unsafe {
                     summed_head::<V, E>(
                         base.add(head),
@@ -2957,9 +3013,9 @@ impl<V: Stored<E> + Forms, E: Element> Kernel for Simd<V, E> {
                 let sums = sums.get_mut(..a.len()).unwrap_or(&mut []);
                 // SAFETY: as in `prepare`; the three slices have `a.len()` entries.
                 unsafe { sum_entries::<V>(sums, a, b) };
-                Self::prepare(row, pairing, dir, 64 * start, sums);
+                self.prepare(row, pairing, dir, 64 * start, sums);
             }
-            Self::rotate_row(head, head_dim, pairing, row);
+            self.rotate_row(head, head_dim, pairing, row);
         }
     }
 }
