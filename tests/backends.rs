@@ -14,7 +14,9 @@
 //!   NaN exactly where scalar has NaN, the same infinities where scalar has infinities.
 //!   Elements outside the rotary dimension are untouched, bit for bit.
 //!
-//! Also: `avx512` gives bit for bit the results of `avx2` (when the CPU has both).
+//! Also: `avx512` gives bit for bit the results of `avx2` (when the CPU has both), and
+//! `avx2`, `avx512` and `neon` all give the bits of digests of `avx2`'s outputs committed here
+//! (every element type; aarch64 natively or under qemu).
 //!
 //! Under Miri (`.ci/hardening.sh`) every loop shrinks — fewer head dims, smaller grids, one
 //! sub-slice offset — while every assertion stays, and only the backends with `unsafe` code
@@ -1456,4 +1458,244 @@ fn descriptions_name_the_backend_form_and_cpu() {
     );
     let line = Backend::auto().describe().to_string();
     assert!(line.ends_with(&want), "{line} / /proc/cpuinfo: {want}");
+}
+
+/// A 64-bit FNV-1a digest of output bits, NaNs folded to one pattern (their payloads are not
+/// part of the contract).
+struct Digest(u64);
+
+impl Digest {
+    fn add(&mut self, bits: u64, bytes: usize) {
+        for byte in bits.to_le_bytes().iter().take(bytes) {
+            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+/// An element type of the bit-for-bit check: from the test's `f32` inputs, and its bits.
+trait Bits: rope2d::Element {
+    fn from_input(v: f32) -> Self;
+    fn bits(self) -> (u64, usize);
+}
+
+impl Bits for f32 {
+    fn from_input(v: f32) -> Self {
+        v
+    }
+    fn bits(self) -> (u64, usize) {
+        let v = if self.is_nan() { f32::NAN } else { self };
+        (u64::from(v.to_bits()), 4)
+    }
+}
+
+impl Bits for half::f16 {
+    fn from_input(v: f32) -> Self {
+        half::f16::from_f32(v)
+    }
+    fn bits(self) -> (u64, usize) {
+        let v = if self.is_nan() { half::f16::NAN } else { self };
+        (u64::from(v.to_bits()), 2)
+    }
+}
+
+impl Bits for half::bf16 {
+    fn from_input(v: f32) -> Self {
+        half::bf16::from_f32(v)
+    }
+    fn bits(self) -> (u64, usize) {
+        let v = if self.is_nan() { half::bf16::NAN } else { self };
+        (u64::from(v.to_bits()), 2)
+    }
+}
+
+impl Bits for i16 {
+    fn from_input(v: f32) -> Self {
+        (v * 8000.0) as i16
+    }
+    fn bits(self) -> (u64, usize) {
+        (u64::from(self as u16), 2)
+    }
+}
+
+impl Bits for i8 {
+    fn from_input(v: f32) -> Self {
+        (v * 30.0) as i8
+    }
+    fn bits(self) -> (u64, usize) {
+        (u64::from(self as u8), 1)
+    }
+}
+
+/// Digests of `backend`'s outputs, one per element type (`f32` with NaN, infinities and
+/// subnormals among the inputs; `f16`, `bf16`; `i16` and `i8` at their own scale, requantised
+/// by another, and through a Q15 table): 2-D axial grids, 1-D runs, RoPE-Mixed and Qwen3-VL's
+/// interleaved M-RoPE, both layouts and directions, head dims on both sides of every vector
+/// width (4, 8 and 16 lanes), one to three heads.
+fn simd_digests(backend: Backend) -> [(&'static str, u64); 7] {
+    fn each<E: Bits>(backend: Backend, seed: u64, digest: &mut Digest, scales: (f32, f32)) {
+        let mut rng = Rng(seed);
+        let extents = [3, 5];
+        let n = extents[0] * extents[1];
+        let dims = [
+            4, 6, 8, 10, 12, 14, 16, 18, 20, 24, 28, 30, 32, 34, 40, 48, 62, 64, 66, 80, 96, 126,
+            128, 130, 160, 256,
+        ];
+        for layout in LAYOUTS {
+            for d in dims {
+                let heads = 1 + d % 3;
+                let shape = Shape::heads(heads).with_scales(scales.0, scales.1);
+                for &dir in dirs(layout) {
+                    let x: Vec<E> = special_values(&mut rng, n * heads * d)
+                        .into_iter()
+                        .map(E::from_input)
+                        .collect();
+                    let mut outputs = Vec::new();
+                    let mut out = x.clone();
+                    if d.is_multiple_of(4) {
+                        let spec = preset::axial(d, layout, AxisOrder::ColFirst, 100.0);
+                        let mut store = storage(&spec, extents);
+                        let table = Table::build(&mut store, &spec, extents).unwrap();
+                        let table = table.with_backend(backend).unwrap();
+                        table
+                            .rotate(&mut out, shape, Grid::new(extents), dir)
+                            .unwrap();
+                        outputs.push(out.clone());
+                    }
+                    let spec = preset::rope_1d(d, layout, 10_000.0);
+                    let mut store = storage(&spec, [n]);
+                    let table = Table::build(&mut store, &spec, [n]).unwrap();
+                    out.copy_from_slice(&x);
+                    let table = table.with_backend(backend).unwrap();
+                    table.rotate(&mut out, shape, Run::from([0]), dir).unwrap();
+                    outputs.push(out.clone());
+                    let fx: Vec<f32> = (0..heads * d / 2).map(|_| rng.value()).collect();
+                    let fy: Vec<f32> = (0..heads * d / 2).map(|_| rng.value()).collect();
+                    let spec = Spec {
+                        layout,
+                        ..preset::rope_mixed(d, heads, LearnedFreqs { x: &fx, y: &fy })
+                    };
+                    let mut store = storage(&spec, extents);
+                    let table = Table::build(&mut store, &spec, extents).unwrap();
+                    out.copy_from_slice(&x);
+                    let table = table.with_backend(backend).unwrap();
+                    table
+                        .rotate(&mut out, shape, Grid::new(extents), dir)
+                        .unwrap();
+                    outputs.push(out.clone());
+                    let video = [1, extents[0], extents[1]];
+                    let pieces = [Piece::Grid {
+                        grid: Grid::new(video),
+                        repeat: 1,
+                    }];
+                    let spec = Spec {
+                        layout,
+                        ..preset::qwen3_vl_mrope(d, 1e6, [d / 2 - 2 * (d / 6), d / 6, d / 6])
+                    };
+                    let mut store = storage(&spec, video);
+                    let table = Table::build(&mut store, &spec, video).unwrap();
+                    out.copy_from_slice(&x);
+                    let table = table.with_backend(backend).unwrap();
+                    table.rotate(&mut out, shape, &pieces[..], dir).unwrap();
+                    outputs.push(out.clone());
+                    for v in outputs.iter().flatten() {
+                        let (bits, bytes) = v.bits();
+                        digest.add(bits, bytes);
+                    }
+                }
+            }
+        }
+    }
+    /// Integers through a Q15 table (integer vector loops).
+    fn q15<E: Bits>(backend: Backend, seed: u64, digest: &mut Digest) {
+        let mut rng = Rng(seed);
+        for layout in LAYOUTS {
+            for d in [4, 8, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128, 160, 256] {
+                let heads = 1 + d % 3;
+                let spec = preset::axial(d, layout, AxisOrder::ColFirst, 100.0);
+                let mut store = vec![[0i16; 2]; Table::storage_len(&spec, [3, 5]).unwrap()];
+                let table = rope2d::Q15Table::build(&mut store, &spec, [3, 5]).unwrap();
+                let table = table.with_backend(backend).unwrap();
+                for &dir in dirs(layout) {
+                    let mut x: Vec<E> = (0..15 * heads * d)
+                        .map(|_| E::from_input(rng.value()))
+                        .collect();
+                    table
+                        .rotate(&mut x, Shape::heads(heads), Grid::new([3, 5]), dir)
+                        .unwrap();
+                    for v in x {
+                        let (bits, bytes) = v.bits();
+                        digest.add(bits, bytes);
+                    }
+                }
+            }
+        }
+    }
+    let digest = |f: &dyn Fn(&mut Digest)| {
+        let mut d = Digest(0xcbf2_9ce4_8422_2325);
+        f(&mut d);
+        d.0
+    };
+    let same = (1.0, 1.0);
+    [
+        ("f32", digest(&|d| each::<f32>(backend, 21, d, same))),
+        ("f16", digest(&|d| each::<half::f16>(backend, 22, d, same))),
+        (
+            "bf16",
+            digest(&|d| each::<half::bf16>(backend, 23, d, same)),
+        ),
+        ("i16", digest(&|d| each::<i16>(backend, 24, d, same))),
+        (
+            "i8 requantised",
+            digest(&|d| each::<i8>(backend, 25, d, (0.03, 0.05))),
+        ),
+        ("q15 i16", digest(&|d| q15::<i16>(backend, 26, d))),
+        ("q15 i8", digest(&|d| q15::<i8>(backend, 27, d))),
+    ]
+}
+
+/// The SIMD backends give the same bits on every instruction set, as the backends table
+/// says (`Avx512` and `Neon`: "as `Avx2`, bit for bit"): digests of `avx2`'s outputs over
+/// many shapes, element types and plans (`simd_digests`), committed here, against those of
+/// `avx2` and `avx512` on x86_64 and of `neon` on aarch64 (natively, and under qemu in CI).
+/// `ROPE2D_PRINT_DIGESTS=1` prints them instead, to commit after a deliberate change of the
+/// arithmetic. Not under Miri (tens of thousands of calls).
+#[test]
+#[cfg_attr(miri, ignore)]
+fn simd_backends_give_the_committed_avx2_bits() {
+    const AVX2: [(&str, u64); 7] = [
+        ("f32", 0x7e2d_c7dd_cd57_ba96),
+        ("f16", 0x0ace_1f05_bded_5359),
+        ("bf16", 0xfee8_4cee_11be_5678),
+        ("i16", 0x9515_bf56_95cf_dfa3),
+        ("i8 requantised", 0xdfb0_50b2_646e_e169),
+        ("q15 i16", 0xcb2a_5c9e_7be4_eb1f),
+        ("q15 i8", 0xfda1_4e0e_2845_00ff),
+    ];
+    let simd: Vec<Backend> = ["avx2", "avx512", "neon"]
+        .into_iter()
+        .filter_map(available)
+        .collect();
+    if simd.is_empty() {
+        eprintln!("no SIMD backend here: skipped");
+        return;
+    }
+    // The digest sees a last-bit difference: scalar's products, rounded apart, are not the
+    // fused ones.
+    let scalar = simd_digests(Backend::Scalar);
+    assert_ne!(scalar[0], AVX2[0], "scalar's f32 bits are avx2's");
+    for backend in simd {
+        let got = simd_digests(backend);
+        if std::env::var_os("ROPE2D_PRINT_DIGESTS").is_some() {
+            eprintln!("{}: {got:#x?}", backend.name());
+            continue;
+        }
+        for ((what, want), (_, got)) in AVX2.iter().zip(got) {
+            assert_eq!(
+                got,
+                *want,
+                "{}: {what}: {got:#x}, avx2's committed {want:#x}",
+                backend.name()
+            );
+        }
+    }
 }
