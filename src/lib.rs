@@ -106,8 +106,9 @@
 //! [0, π/4] is computed in `f32`. Consequences, all asserted by the tests:
 //!
 //! - every table entry is within 1.2e-7 of the `f64` `cos`/`sin` of the exact angle (times
-//!   `mscale`), at any position (65 535, 131 071, 2²⁴, 2³⁰ alike) — float32 reference code is
-//!   1e-3 off at 65 535 and 9e-3 at 131 071 (rescaled and centred coordinates divide in
+//!   `mscale`), at every `u32` position for sections of up to 256 pairs (every model's; 2²⁴
+//!   for 4 096 pairs, 2²⁰ for 65 535: see *Integer positions* below) — float32 reference
+//!   code is 1e-3 off at 65 535 and 9e-3 at 131 071 (rescaled and centred coordinates divide in
 //!   fixed point: their angles are within `|angle| · 2⁻⁴⁷ + |coordinate| · 2⁻⁴⁵` radians, so
 //!   the bound holds for angles up to 10⁶ radians and coordinates up to 10⁵, beyond every
 //!   model's);
@@ -122,7 +123,12 @@
 //! - **Non-finite configuration or coordinates** are rejected with an [`Error`], never
 //!   turned into silent NaN angles.
 //! - **Integer positions** are reduced exactly at any value: the phase error is at most
-//!   `position · 2⁻⁶⁴` turns plus the 2⁻⁶⁰-relative error of the fixed-point frequency.
+//!   `position · 2⁻⁶⁴` turns plus `position` times the fixed-point frequency's own error,
+//!   which for pair `k` of a section (`f_k = base^(−k/n)` times the frequency scale) is at
+//!   most `(k + 1) · (2⁻⁵⁸ · f_k + 2⁻⁶⁴ turns)`: a rounded fixed-point `exp2` gives the
+//!   ratio between pairs, and each pair's frequency is the previous one times it. Both
+//!   bounds are asserted against a 128-bit reference (`freq.rs`'s unit test, bases 100 to
+//!   10⁶, sections of 8 to 65 535 pairs).
 //!   [`AnglePrecision::Float32`] deliberately rounds like float32 reference code instead.
 //! - **Non-integer coordinates**: [`Coords::Rescale`] and [`Coords::Centered`] are evaluated
 //!   as exact rationals `(a·i + b) / n` in fixed point; an `f32` coordinate (linspace grids,

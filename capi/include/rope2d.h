@@ -189,7 +189,8 @@ typedef struct rope2d_scales {
 // Rotate by −angle: undoes `ROPE2D_FORWARD` up to rounding.
 #define ROPE2D_INVERSE 1
 
-// Exact phase reduction: every table entry within 1.2e-7 of float64 at any position.
+// Exact phase reduction: every table entry within 1.2e-7 of float64 at every position for
+// sections of up to 256 pairs (2^24 for 4 096 pairs, 2^20 for 65 535).
 #define ROPE2D_ANGLES_EXACT 0
 
 // Angles rounded like float32 reference code: reproduces its outputs, including their drift

@@ -129,7 +129,8 @@ pub const ROPE2D_INVERSE: rope2d_direction = 1;
 
 /// How angles are formed.
 pub type rope2d_precision = u32;
-/// Exact phase reduction: every table entry within 1.2e-7 of float64 at any position.
+/// Exact phase reduction: every table entry within 1.2e-7 of float64 at every position for
+/// sections of up to 256 pairs (2^24 for 4 096 pairs, 2^20 for 65 535).
 pub const ROPE2D_ANGLES_EXACT: rope2d_precision = 0;
 /// Angles rounded like float32 reference code: reproduces its outputs, including their drift
 /// from the exact rotation, to within a few ulp.
