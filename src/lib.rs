@@ -126,9 +126,10 @@
 //!   `position · 2⁻⁶⁴` turns plus `position` times the fixed-point frequency's own error,
 //!   which for pair `k` of a section (`f_k = base^(−k/n)` times the frequency scale) is at
 //!   most `(k + 1) · (2⁻⁵⁸ · f_k + 2⁻⁶⁴ turns)`: a rounded fixed-point `exp2` gives the
-//!   ratio between pairs, and each pair's frequency is the previous one times it. Both
-//!   bounds are asserted against a 128-bit reference (`freq.rs`'s unit test, bases 100 to
-//!   10⁶, sections of 8 to 65 535 pairs).
+//!   ratio between pairs, and each pair's frequency is the previous one times it. That bound
+//!   and the entries' 1.2e-7 in the ranges above are asserted against a 128-bit reference
+//!   (`freq.rs`'s unit test: bases 100 to 10⁶, frequency scale 1, sections of 8 to 65 535
+//!   pairs).
 //!   [`AnglePrecision::Float32`] deliberately rounds like float32 reference code instead.
 //! - **Non-integer coordinates**: [`Coords::Rescale`] and [`Coords::Centered`] are evaluated
 //!   as exact rationals `(a·i + b) / n` in fixed point; an `f32` coordinate (linspace grids,
