@@ -12,6 +12,7 @@ mod elements;
 mod golden;
 mod properties;
 mod q15;
+mod simd_bits;
 
 /// xorshift64*: deterministic, dependency-free (`elements` and `properties` add the draws they
 /// need).
