@@ -1,8 +1,8 @@
 //! The SIMD backends give the same bits on every instruction set, as the README's backends
 //! table says (`Avx512` and `Neon`: "as `Avx2`, bit for bit"): digests of `avx2`'s outputs
 //! committed here, checked for `avx2` and `avx512` on x86_64 and for `neon` on aarch64
-//! (natively, or under qemu-aarch64 in CI). In this binary, whose other tests instantiate
-//! every element type already: in `tests/backends.rs` the element types' loops tripled that
+//! (natively, or under qemu-aarch64 in CI). It lives in this binary, whose other tests
+//! instantiate every element type's loops already; in `tests/backends.rs` they tripled that
 //! file's build (16 → 68 s, dev profile).
 
 use crate::Rng;
@@ -24,8 +24,13 @@ fn available(name: &str) -> Option<Backend> {
         .find(|b| b.name() == name && b.is_available())
 }
 
-/// Uniform in [−4, 4); with NaN, infinities, zeros of both signs, subnormals and huge values
-/// among them.
+/// Uniform in [−4, 4).
+fn uniform(rng: &mut Rng) -> f32 {
+    ((rng.next() >> 40) as f32 / (1u64 << 24) as f32) * 8.0 - 4.0
+}
+
+/// [`uniform`], with NaN, infinities, zeros of both signs, subnormals and huge values among
+/// them.
 fn special_values(rng: &mut Rng, len: usize) -> Vec<f32> {
     const SPECIAL: [f32; 12] = [
         f32::NAN,
@@ -41,7 +46,6 @@ fn special_values(rng: &mut Rng, len: usize) -> Vec<f32> {
         -2.5e36,
         1e-30,
     ];
-    let uniform = |rng: &mut Rng| ((rng.next() >> 40) as f32 / (1u64 << 24) as f32) * 8.0 - 4.0;
     (0..len)
         .map(|_| {
             let r = rng.next();
@@ -129,18 +133,14 @@ impl Bits for i8 {
     }
 }
 
-/// Digests of `backend`'s outputs, one per element type: `f32` (NaN, infinities and
-/// subnormals among the inputs) through 2-D axial grids, 1-D runs, RoPE-Mixed and Qwen3-VL's
-/// interleaved M-RoPE; `f16`, `bf16`, `i16` and `i8` at their own scale, `i8` requantised by
-/// another, and `i16` and `i8` through a Q15 table, through 2-D axial grids (their loads and
-/// stores are the same on every plan: one plan keeps this file's build short). Both layouts
-/// and directions, head dims on both sides of every vector width (4, 8 and 16 lanes), one to
-/// three heads.
+/// Digests of `backend`'s outputs, one per element type: `f32` (NaN, infinities and subnormals
+/// among the inputs) through 2-D axial grids, 1-D runs, RoPE-Mixed and Qwen3-VL's interleaved
+/// M-RoPE; `f16`, `bf16`, `i16` at its own scale, `i8` requantised by another, and `i16` and
+/// `i8` through a Q15 table, through 2-D axial grids (their loads and stores are the same on
+/// every plan). Both layouts and directions, head dims on both sides of every vector width (4,
+/// 8 and 16 lanes), one to three heads.
 fn simd_digests(backend: Backend) -> [(&'static str, u64); 7] {
     const GRID: [usize; 2] = [3, 5];
-    fn uniform(rng: &mut Rng) -> f32 {
-        ((rng.next() >> 40) as f32 / (1u64 << 24) as f32) * 8.0 - 4.0
-    }
     /// Inputs of `count` values: `special_values` converted to `E`.
     fn inputs<E: Bits>(rng: &mut Rng, count: usize) -> Vec<E> {
         special_values(rng, count)
