@@ -172,7 +172,8 @@ unsafe fn run_avx2<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
 /// The CPU must support AVX2, FMA and F16C.
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn run_avx2_f16c<A: AngleSource>(job: Job<'_, A, half::f16>) {
-    // SAFETY: the CPU supports AVX2, FMA and F16C (this function's contract), `V`'s instruction set.
+    // SAFETY: the CPU supports AVX2, FMA and F16C (this function's contract), `V`'s instruction
+    // set.
     let kernel = unsafe { Simd::<V<AVX2_F16C>, half::f16>::new() };
     drive(kernel, job);
 }
@@ -188,7 +189,8 @@ unsafe fn run_avx2_f16c<A: AngleSource>(job: Job<'_, A, half::f16>) {
 #[cfg(feature = "avx512")]
 #[target_feature(enable = "avx512f,avx512vl,avx2,fma,f16c")]
 pub(super) unsafe fn run_with_32_registers<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
-    // SAFETY: the CPU supports AVX-512F and VL, AVX2, FMA and F16C (this function's contract), `V`'s instruction set.
+    // SAFETY: the CPU supports AVX-512F and VL, AVX2, FMA and F16C (this function's contract),
+    // `V`'s instruction set.
     let kernel = unsafe { Simd::<V<AVX512VL>, E>::new() };
     drive(kernel, job);
 }

@@ -440,7 +440,8 @@ pub(crate) fn run<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
 /// The CPU must support AVX-512F, AVX2 and FMA.
 #[target_feature(enable = "avx512f,avx2,fma")]
 unsafe fn run_avx512<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
-    // SAFETY: the CPU supports AVX-512F, AVX2 and FMA (this function's contract), `V`'s instruction set.
+    // SAFETY: the CPU supports AVX-512F, AVX2 and FMA (this function's contract), `V`'s
+    // instruction set.
     let kernel = unsafe { Simd::<V, E>::new() };
     drive(kernel, job);
 }
@@ -452,7 +453,8 @@ unsafe fn run_avx512<E: Element, A: AngleSource>(job: Job<'_, A, E>) {
 /// The CPU must support AVX-512F, AVX-512 BF16, AVX-512DQ, AVX-512BW, AVX2 and FMA.
 #[target_feature(enable = "avx512f,avx512bf16,avx512dq,avx512bw,avx2,fma")]
 unsafe fn run_avx512_bf16<A: AngleSource>(job: Job<'_, A, half::bf16>) {
-    // SAFETY: the CPU supports AVX-512F, BF16, DQ and BW, AVX2 and FMA (this function's contract), `V`'s instruction set.
+    // SAFETY: the CPU supports AVX-512F, BF16, DQ and BW, AVX2 and FMA (this function's
+    // contract), `V`'s instruction set.
     let kernel = unsafe { Simd::<V<true>, half::bf16>::new() };
     drive(kernel, job);
 }
