@@ -33,9 +33,9 @@ emulated() {
 # Tests of tests/backends.rs that take under a second under TCG each (the full sweep takes
 # minutes: CI runs it natively and under Miri): dispatch, descriptions, and each fused
 # backend this CPU has against scalar on special values and small shapes.
-quick_backends=(dispatch descriptions_name_the_backend_form_and_cpu fused_backends_are_not_scalar
-    special_values_propagate_like_scalar nan_stays_in_its_pair exact_zeros_keep_their_sign
-    grid_with_repeated_axis_sections sections_on_256_bit_vectors_only)
+quick_backends=(dispatch descriptions_name_the_backend_form_and_cpu
+    fused_backends_are_not_scalar special_values_propagate_like_scalar nan_stays_in_its_pair
+    exact_zeros_keep_their_sign grid_with_repeated_axis_sections sections_on_256_bit_vectors_only)
 
 # Intel Haswell: AVX2, FMA and F16C, no AVX-512 (`auto` is `avx2`, `avx512` refused); then
 # the same without F16C (`avx2` converts `f16` in scalar code); AMD Zen 3 (EPYC Milan,
