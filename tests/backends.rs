@@ -27,6 +27,9 @@ use rope2d::{
     preset::{self, AxisOrder},
 };
 
+mod common;
+use common::{Rng, special_values};
+
 const LAYOUTS: [Layout; 2] = [Layout::Interleaved, Layout::Half];
 const DIRS: [Direction; 2] = [Direction::Forward, Direction::Inverse];
 
@@ -42,27 +45,6 @@ fn dirs(layout: Layout) -> &'static [Direction] {
 /// Starting offsets of the tested sub-slices, in floats.
 const OFFSETS: &[usize] = if cfg!(miri) { &[3] } else { &[0, 1, 3] };
 const GUARD: f32 = 12345.678;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// Uniform in [−4, 4).
-    fn value(&mut self) -> f32 {
-        ((self.next() >> 40) as f32 / (1u64 << 24) as f32) * 8.0 - 4.0
-    }
-
-    fn values(&mut self, len: usize) -> Vec<f32> {
-        (0..len).map(|_| self.value()).collect()
-    }
-}
 
 /// The backends compared against scalar: every one compiled in and available on this CPU.
 /// Under Miri, which is there to check `unsafe` code, the arch backends alone where there are
@@ -629,36 +611,6 @@ fn direct_real_coordinates() {
             }
         }
     }
-}
-
-/// NaN, ±∞, ±0, subnormals and large values scattered through the input.
-fn special_values(rng: &mut Rng, len: usize) -> Vec<f32> {
-    const SPECIAL: [f32; 12] = [
-        f32::NAN,
-        f32::INFINITY,
-        f32::NEG_INFINITY,
-        0.0,
-        -0.0,
-        1e-40,
-        -3e-39,
-        f32::MIN_POSITIVE,
-        1.5e-45,
-        1e30,
-        -2.5e36,
-        1e-30,
-    ];
-    (0..len)
-        .map(|_| {
-            let r = rng.next();
-            if r.is_multiple_of(5) {
-                SPECIAL[(r >> 8) as usize % SPECIAL.len()]
-            } else if r.is_multiple_of(7) {
-                rng.value() * 1e-38
-            } else {
-                rng.value()
-            }
-        })
-        .collect()
 }
 
 #[test]

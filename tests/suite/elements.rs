@@ -42,8 +42,8 @@ fn backends() -> Vec<Backend> {
 }
 
 impl Rng {
-    /// Uniform in [−4, 4).
-    fn value(&mut self) -> f64 {
+    /// Uniform in [−4, 4), as `f64` (24 random bits, as [`Rng::value`]).
+    fn value_f64(&mut self) -> f64 {
         ((self.next() >> 40) as f64 / (1u64 << 24) as f64) * 8.0 - 4.0
     }
 }
@@ -125,7 +125,7 @@ int_ty!(i8);
 
 /// Random values of `E` (integers over their whole range, saturation included).
 fn values<E: Ty>(rng: &mut Rng, len: usize) -> Vec<E> {
-    (0..len).map(|_| E::from_f64(rng.value())).collect()
+    (0..len).map(|_| E::from_f64(rng.value_f64())).collect()
 }
 
 /// On every backend: `op_e` on `input` (type `E`) against `op_f` on its `f32` values (times
@@ -801,7 +801,7 @@ fn per_head_scales() {
         // floats up to ±120.
         let spread = if E::QUANTISED { 0.5 } else { 30.0 };
         let input: Vec<E> = (0..(prefix + 12) * heads * d)
-            .map(|_| E::from_f64(rng.value() * spread))
+            .map(|_| E::from_f64(rng.value_f64() * spread))
             .collect();
         let scales = [
             Scales {

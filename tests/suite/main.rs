@@ -14,15 +14,6 @@ mod properties;
 mod q15;
 mod simd_bits;
 
-/// xorshift64*: deterministic, dependency-free (`elements` and `properties` add the draws they
-/// need).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-}
+#[path = "../common/mod.rs"]
+mod common;
+use common::Rng;

@@ -7,18 +7,9 @@ use rope2d::{
     Shape, Spec, Table, half::f16, preset,
 };
 
+use crate::Rng;
+
 const DIRS: [Direction; 2] = [Direction::Forward, Direction::Inverse];
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
 
 /// Every entry of a Q15 table against the `f32` table of the same spec (itself within 1.2e-7
 /// of `f64`): within 1 LSB, and 0.68 where the value does not round past 32 767.

@@ -5,7 +5,7 @@
 //! instantiate every element type's loops already; in `tests/backends.rs` they tripled that
 //! file's build (16 → 68 s, dev profile).
 
-use crate::Rng;
+use crate::common::{Rng, special_values};
 use rope2d::half::{bf16, f16};
 use rope2d::{
     Backend, Direction, Grid, Layout, LearnedFreqs, Piece, Run, Shape, Spec, Table,
@@ -22,42 +22,6 @@ fn available(name: &str) -> Option<Backend> {
         .iter()
         .copied()
         .find(|b| b.name() == name && b.is_available())
-}
-
-/// Uniform in [−4, 4).
-fn uniform(rng: &mut Rng) -> f32 {
-    ((rng.next() >> 40) as f32 / (1u64 << 24) as f32) * 8.0 - 4.0
-}
-
-/// [`uniform`], with NaN, infinities, zeros of both signs, subnormals and huge values among
-/// them.
-fn special_values(rng: &mut Rng, len: usize) -> Vec<f32> {
-    const SPECIAL: [f32; 12] = [
-        f32::NAN,
-        f32::INFINITY,
-        f32::NEG_INFINITY,
-        0.0,
-        -0.0,
-        1e-40,
-        -3e-39,
-        f32::MIN_POSITIVE,
-        1.5e-45,
-        1e30,
-        -2.5e36,
-        1e-30,
-    ];
-    (0..len)
-        .map(|_| {
-            let r = rng.next();
-            if r.is_multiple_of(5) {
-                SPECIAL[(r >> 8) as usize % SPECIAL.len()]
-            } else if r.is_multiple_of(7) {
-                uniform(rng) * 1e-38
-            } else {
-                uniform(rng)
-            }
-        })
-        .collect()
 }
 
 fn storage<const A: usize, P: rope2d::Plan<A>>(
@@ -193,8 +157,8 @@ fn simd_digests(backend: Backend) -> [(&'static str, u64); 7] {
                     let table = table.with_backend(backend).unwrap();
                     table.rotate(&mut x, shape, Run::from([0]), dir).unwrap();
                     add(digest, &x);
-                    let fx: Vec<f32> = (0..heads * d / 2).map(|_| uniform(&mut rng)).collect();
-                    let fy: Vec<f32> = (0..heads * d / 2).map(|_| uniform(&mut rng)).collect();
+                    let fx: Vec<f32> = (0..heads * d / 2).map(|_| rng.value()).collect();
+                    let fy: Vec<f32> = (0..heads * d / 2).map(|_| rng.value()).collect();
                     let spec = Spec {
                         layout,
                         ..preset::rope_mixed(d, heads, LearnedFreqs { x: &fx, y: &fy })
@@ -236,7 +200,7 @@ fn simd_digests(backend: Backend) -> [(&'static str, u64); 7] {
                 let table = table.with_backend(backend).unwrap();
                 for dir in DIRS {
                     let mut x: Vec<E> = (0..15 * heads * d)
-                        .map(|_| E::from_input(uniform(&mut rng)))
+                        .map(|_| E::from_input(rng.value()))
                         .collect();
                     table
                         .rotate(&mut x, Shape::heads(heads), Grid::new(GRID), dir)
