@@ -889,6 +889,54 @@ fn buffers_beyond_l2() {
     }
 }
 
+/// Half-layout buffers over 1 MiB, whose heads the SIMD backends' register loops prefetch
+/// ahead of, up to the buffer's end (`Prefetch`, src/backend/simd.rs; the 1-D runs of
+/// `buffers_beyond_l2` take it too): a 2-D grid (the grid loop; on `avx2`'s 16-register
+/// build, heads with a line's half of the angles in memory) and one token of 2 080 heads (a
+/// staged row). Every backend against scalar at each sub-slice offset; `avx512` bit for bit
+/// `avx2`. Not under Miri (megabytes of data).
+#[test]
+#[cfg_attr(miri, ignore)]
+fn half_layout_buffers_past_the_prefetch_threshold() {
+    let mut rng = Rng(29);
+    let (d, heads) = (128, 2);
+    let p = Pairing {
+        layout: Layout::Half,
+        d,
+        pairs: d / 2,
+    };
+    let spec = preset::axial(d, Layout::Half, AxisOrder::RowFirst, 10_000.0);
+    let extents = [33, 35];
+    let x = rng.values(33 * 35 * heads * d);
+    let mut store = storage(&spec, extents);
+    let table = Table::build(&mut store, &spec, extents).unwrap();
+    for dir in DIRS {
+        let op = |b: Backend, buf: &mut [f32]| {
+            table
+                .with_backend(b)
+                .unwrap()
+                .rotate(buf, Shape::heads(heads), Grid::new(extents), dir)
+                .unwrap()
+        };
+        compare_and_avx512_is_avx2(p, &x, &format!("grid 33x35 {dir:?}"), &op);
+    }
+    let spec = preset::rope_1d(d, Layout::Half, 10_000.0);
+    let heads = 2080;
+    let x = rng.values(heads * d);
+    let mut store = storage(&spec, [8]);
+    let table = Table::build(&mut store, &spec, [8]).unwrap();
+    for dir in DIRS {
+        let op = |b: Backend, buf: &mut [f32]| {
+            table
+                .with_backend(b)
+                .unwrap()
+                .rotate_at(buf, Shape::heads(heads), &[[7]], dir)
+                .unwrap()
+        };
+        compare_and_avx512_is_avx2(p, &x, &format!("one token of {heads} heads {dir:?}"), &op);
+    }
+}
+
 /// [`compare`], then [`assert_avx512_is_avx2`].
 fn compare_and_avx512_is_avx2(p: Pairing, x: &[f32], what: &str, op: &dyn Fn(Backend, &mut [f32])) {
     compare(p, x, what, op);

@@ -618,6 +618,11 @@ unsafe impl<const BF16: bool> Vector for V<BF16> {
         }
     }
     #[inline(always)]
+    unsafe fn prefetch(p: *const u8) {
+        // SAFETY: SSE (every x86_64 CPU); a prefetch reads nothing and never faults.
+        unsafe { core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast()) }
+    }
+    #[inline(always)]
     unsafe fn addsub(self, other: Self) -> Self {
         // SAFETY: AVX-512F. No `addsub` at 512 bits: `fmaddsub` with a factor of 1, whose
         // product is exact, so each lane is rounded once, as `addsub` rounds it.

@@ -200,6 +200,10 @@ pub(super) unsafe trait Vector: Copy {
     /// Each lane of `a` where `mask`'s lane has every bit set, else of `b` (`mask`'s lanes
     /// are all ones or all zeros).
     unsafe fn select(mask: Self, a: Self, b: Self) -> Self;
+    /// A hint to bring the cache line of `p` into L1 ([`Prefetch`]); `p` need not point
+    /// into memory the program may read (nothing is read, nothing faults). None by default.
+    #[inline(always)]
+    unsafe fn prefetch(_p: *const u8) {}
 }
 
 /// Most lanes of any [`Vector`] (AVX-512's 16).
@@ -1581,6 +1585,71 @@ unsafe fn split_step<V: Bf16Pairs>(p: *mut u16, c: V, s: V) {
 /// Most vectors of angles a head may take in registers ([`rotate_in_registers`]).
 pub(super) const REGISTER_VECTORS: usize = 8;
 
+/// The register loops' prefetch of half-layout heads: in buffers beyond L2 (over
+/// [`Prefetch::FROM_BYTES`]), each head first asks ([`Vector::prefetch`]) for the lines
+/// [`Prefetch::AHEAD`] bytes on. A half-layout head is read and written as two streams, its
+/// halves, `d/2` values apart, and from memory the loop's time depended on where 4 KiB page
+/// boundaries fell in the heads (the hardware prefetchers losing track of the two streams, it
+/// seems; an `x = −x` stream, and interleaved pairs, did not). Measured on an Intel Xeon
+/// (family 6, model 167; `avx512`, whose 256-bit loop takes such buffers; 1 024 tokens × 32
+/// heads × d = 128, 16 MiB), the time ÷ the stream's by the buffer's address modulo 512:
+/// without, 1.20–1.27 at 64–159 bytes, 1.05–1.10 at 256–351, 1.00–1.05 elsewhere; with,
+/// 1.00–1.05, 1.05–1.13 at 128–159 (4 096 tokens × 16 heads: 1.26–1.27 at 64 and 128 bytes,
+/// then 1.04–1.09). Buffers of 0.6–4 MiB showed no dependence on the address, and within L2
+/// the prefetch only adds instructions.
+#[derive(Clone, Copy)]
+pub(super) struct Prefetch {
+    /// The buffer's end; null when nothing is prefetched.
+    end: *const u8,
+}
+
+impl Prefetch {
+    /// How far ahead of the head being rotated: 1 KiB (1.5 and 2 KiB measured alike; 512 B
+    /// left 1.06× at 128 bytes, 4 KiB 1.04–1.09× at every address).
+    const AHEAD: usize = 1024;
+    /// The largest buffer not prefetched: 1 MiB, as `avx512`'s 512-bit loop (at 0.6–1 MiB the
+    /// prefetch measured 1.00–1.03× the time).
+    const FROM_BYTES: usize = 1 << 20;
+
+    /// No prefetch (the `llvm-mca` regions: the loops within L2).
+    #[cfg(rope2d_mca)]
+    const NONE: Self = Self {
+        end: core::ptr::null(),
+    };
+
+    /// The prefetch of the loops over heads of `x` in `form`.
+    #[inline(always)]
+    fn of<E>(x: &[E], form: Form) -> Self {
+        let bytes = size_of_val(x);
+        let end = if matches!(form, Form::Half) && bytes > Self::FROM_BYTES {
+            x.as_ptr().cast::<u8>().wrapping_add(bytes)
+        } else {
+            core::ptr::null()
+        };
+        Self { end }
+    }
+
+    /// Prefetches the `bytes` bytes [`AHEAD`](Self::AHEAD) of `head` when they are inside the
+    /// buffer.
+    ///
+    /// # Safety
+    ///
+    /// `V`'s instruction set is available.
+    #[inline(always)]
+    unsafe fn head<V: Vector, E>(self, head: *const E, bytes: usize) {
+        let from = head.cast::<u8>().wrapping_add(Self::AHEAD);
+        // The null test first, so that no prefetch compiles to nothing where it is known.
+        if !self.end.is_null() && from.wrapping_add(bytes) <= self.end {
+            let mut line = 0;
+            while line < bytes {
+                // SAFETY: the instruction set is available (caller); a prefetch reads nothing.
+                unsafe { V::prefetch(from.wrapping_add(line)) };
+                line += 64;
+            }
+        }
+    }
+}
+
 /// `$body` with the constant `$n` set to `count` when [`register_vectors`] found a head of
 /// 1 ..= [`REGISTER_VECTORS`] vectors (each loop instantiated per count, its angles in
 /// arrays of registers), else `$other`: one dispatch for every register-form loop.
@@ -1716,13 +1785,14 @@ unsafe fn heads_from_registers<V: Stored<E>, E: Element, const N: usize>(
     a: &[V; N],
     b: &[V; N],
 ) {
+    let prefetch = Prefetch::of(x, form);
     let base = x.as_mut_ptr();
     let len = x.len();
     let mut head = 0;
     while head + head_dim <= len {
         // SAFETY: the head is floats `head .. head + d` of `x` (`d = N · LANES`, or twice
         // that for the half layout's two halves).
-        unsafe { head_from_registers::<V, E, N>(base.add(head), form, a, b) };
+        unsafe { head_from_registers::<V, E, N>(base.add(head), form, a, b, prefetch) };
         head += head_dim;
     }
 }
@@ -1740,7 +1810,11 @@ unsafe fn head_from_registers<V: Stored<E>, E: Element, const N: usize>(
     form: Form,
     a: &[V; N],
     b: &[V; N],
+    prefetch: Prefetch,
 ) {
+    // SAFETY: the instruction set is available (caller); the half layout's head is
+    // `2·N·LANES` values (the only form `prefetch` is not null for).
+    unsafe { prefetch.head::<V, E>(p, 2 * N * V::LANES * size_of::<E>()) };
     let mut j = 0;
     while j + 1 < N {
         // SAFETY: vectors `j`, `j + 1 < N` of the head (caller).
@@ -1937,6 +2011,7 @@ pub(super) unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize>
     let line_count = lines.len().checked_div(line_len).unwrap_or(0);
     let tokens = line_len.checked_div(token_len).unwrap_or(0);
     let heads = token_len.checked_div(head_dim).unwrap_or(0);
+    let prefetch = Prefetch::of(lines, form);
     let mut line = lines.as_mut_ptr();
     for _ in 0..line_count {
         // The row's vectors, once for the whole line: reloading them for every token made a
@@ -1977,7 +2052,7 @@ pub(super) unsafe fn line_in_registers<V: Stored<E>, E: Element, const N: usize>
                 // of a line and the lines are counted to fit in `lines` (so advancing past the
                 // last one stays one past the end at most).
                 unsafe {
-                    head_from_registers::<V, E, N>(head, form, &a, &b);
+                    head_from_registers::<V, E, N>(head, form, &a, &b, prefetch);
                     head = head.add(head_dim);
                 }
             }
@@ -2046,6 +2121,7 @@ pub(super) unsafe fn tokens_in_registers<
     debug_assert!(head_dim != 0 && token_len.is_multiple_of(head_dim));
     let tokens = x.len().checked_div(token_len).unwrap_or(0);
     let heads = token_len.checked_div(head_dim).unwrap_or(0);
+    let prefetch = Prefetch::of(x, form);
     let mut head = x.as_mut_ptr();
     for _ in 0..tokens {
         let Some(position) = positions.next() else {
@@ -2088,7 +2164,7 @@ pub(super) unsafe fn tokens_in_registers<
             // counted to fit in `x` (so advancing past the last one stays one past the end at
             // most).
             unsafe {
-                head_from_registers::<V, E, N>(head, form, &a, &b);
+                head_from_registers::<V, E, N>(head, form, &a, &b, prefetch);
                 head = head.add(head_dim);
             }
         }
@@ -2182,6 +2258,7 @@ pub(super) unsafe fn tokens_from_entries<
     debug_assert!(head_dim != 0 && token_len.is_multiple_of(head_dim));
     let tokens = x.len().checked_div(token_len).unwrap_or(0);
     let heads = token_len.checked_div(head_dim).unwrap_or(0);
+    let prefetch = Prefetch::of(x, form);
     let mut head = x.as_mut_ptr();
     for _ in 0..tokens {
         let Some(position) = positions.next() else {
@@ -2202,7 +2279,7 @@ pub(super) unsafe fn tokens_from_entries<
             // counted to fit in `x` (so advancing past the last one stays one past the end at
             // most).
             unsafe {
-                head_from_registers::<V, E, N>(head, form, &a, &b);
+                head_from_registers::<V, E, N>(head, form, &a, &b, prefetch);
                 head = head.add(head_dim);
             }
         }
@@ -2329,6 +2406,7 @@ pub(super) unsafe fn grid_from_entries<V: Stored<E>, E: Element, const N: usize,
         0xF0 => Some(HALF),
         _ => None,
     };
+    let prefetch = Prefetch::of(x, form);
     let mut position = origin;
     let mut head = x.as_mut_ptr();
     for _ in 0..lines {
@@ -2368,6 +2446,7 @@ pub(super) unsafe fn grid_from_entries<V: Stored<E>, E: Element, const N: usize,
                     // SAFETY: the head is `d` values of `x`, counted as below; vectors
                     // `first + k` and `line_first + k` are below `N = 2·HALF`.
                     unsafe {
+                        prefetch.head::<V, E>(head, 2 * N * V::LANES * size_of::<E>());
                         // In pairs of vectors (`HALF` is even).
                         for k in (0..HALF).step_by(2) {
                             let (a, b) = ([ta[k], ta[k + 1]], [tb[k], tb[k + 1]]);
@@ -2399,7 +2478,7 @@ pub(super) unsafe fn grid_from_entries<V: Stored<E>, E: Element, const N: usize,
                 // SAFETY: the head is `d` values of `x`: the heads of a token, the tokens of a
                 // line and the lines are counted to fit in `x`.
                 unsafe {
-                    head_from_registers::<V, E, N>(head, form, &a, &b);
+                    head_from_registers::<V, E, N>(head, form, &a, &b, prefetch);
                     head = head.add(head_dim);
                 }
             }
@@ -3121,7 +3200,13 @@ pub(super) unsafe fn mca_regions<V: Stored<f32>>(
         while i < n {
             mca_region!(
                 "interleaved_registers_4v",
-                head_from_registers::<V, f32, 4>(x.add(i), Form::Interleaved, &ra, &rb)
+                head_from_registers::<V, f32, 4>(
+                    x.add(i),
+                    Form::Interleaved,
+                    &ra,
+                    &rb,
+                    Prefetch::NONE
+                )
             );
             i += 4 * lanes;
         }
@@ -3130,7 +3215,7 @@ pub(super) unsafe fn mca_regions<V: Stored<f32>>(
         while i < n {
             mca_region!(
                 "half_registers_4v",
-                head_from_registers::<V, f32, 2>(x.add(i), Form::Half, &ra, &rb)
+                head_from_registers::<V, f32, 2>(x.add(i), Form::Half, &ra, &rb, Prefetch::NONE)
             );
             i += 4 * lanes;
         }
@@ -3144,7 +3229,13 @@ pub(super) unsafe fn mca_regions<V: Stored<f32>>(
         while i < n {
             mca_region!(
                 "interleaved_registers8_8v",
-                head_from_registers::<V, f32, 8>(x.add(i), Form::Interleaved, &ra, &rb)
+                head_from_registers::<V, f32, 8>(
+                    x.add(i),
+                    Form::Interleaved,
+                    &ra,
+                    &rb,
+                    Prefetch::NONE
+                )
             );
             i += 8 * lanes;
         }
@@ -3152,7 +3243,7 @@ pub(super) unsafe fn mca_regions<V: Stored<f32>>(
         while i < n {
             mca_region!(
                 "half_registers8_16v",
-                head_from_registers::<V, f32, 8>(x.add(i), Form::Half, &ra, &rb)
+                head_from_registers::<V, f32, 8>(x.add(i), Form::Half, &ra, &rb, Prefetch::NONE)
             );
             i += 16 * lanes;
         }
