@@ -74,7 +74,7 @@ pub(crate) fn is_available() -> bool {
 /// The loop, for [`Backend::describe`](super::Backend::describe).
 pub(crate) const FORM: &str = concat!(
     "256-bit FMA; each token's angles loaded once, its heads rotated in address order, ",
-    "half-layout heads of buffers over 1 MiB prefetched 1 KiB ahead"
+    "half-layout heads prefetched beyond 1 MiB"
 );
 
 /// How element types are converted.
